@@ -1,0 +1,27 @@
+# smith — every test is one command: make test
+GO ?= go
+NVIM_TESTS := extensions/nvim/test/run.sh
+
+.PHONY: test vet gotest nvimtest build install bench fuzz
+
+test: vet gotest nvimtest
+
+vet:
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -count=1 -timeout 12m ./...
+
+# The Neovim suite runs a real headless Neovim against a real smith serve.
+# It installs Neovim with apt-get when it is missing (see the script).
+nvimtest: build
+	@if [ -x $(NVIM_TESTS) ]; then SMITH_BIN=$(CURDIR)/bin/smith $(NVIM_TESTS); else echo "nvim tests: none yet"; fi
+
+build:
+	$(GO) build -o bin/smith ./cmd/smith
+
+install:
+	$(GO) install ./cmd/smith
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

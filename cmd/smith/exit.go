@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Exit codes shared by every command (documented in docs/cli.md).
+const (
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // the turn failed, or a change conflicted
+	ExitUsage       = 2   // bad flags or arguments, unreadable input
+	ExitUnreachable = 3   // the upstream could not be reached
+	ExitInterrupted = 130 // interrupted by SIGINT
+)
+
+// ExitError carries a specific exit code out of a command's RunE. When
+// Silent is set the error has already been reported to the user.
+type ExitError struct {
+	Code   int
+	Err    error
+	Silent bool
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageErrorf returns an error that exits with ExitUsage.
+func usageErrorf(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// isUsageError recognizes cobra's own flag and argument errors, which are
+// plain errors and would otherwise exit 1.
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "unknown command", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
