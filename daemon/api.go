@@ -1,0 +1,138 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// CONTRACT FILE: the engine's Go API as the fronts (editor/ and cmd/smith)
+// use it. The engine work fills in the bodies (and may move them to other
+// files of this package) keeping these names and meanings; additions are
+// fine, changes are announced to the fronts.
+
+// Config configures an Engine. Zero values mean the documented default.
+type Config struct {
+	Workspace    string           // absolute workspace root (required)
+	Upstream     string           // base URL of the chat server
+	Dialect      protocol.Dialect // "" = auto-detect
+	Token        string           // bearer token for the upstream; never logged
+	StateDir     string           // smith's state root; default $XDG_STATE_HOME/smith or ~/.local/state/smith
+	MaxTurns     int              // concurrent turns per Peer; default 3
+	MaxMessage   int              // characters per message; default 5000
+	IdleTimeout  time.Duration    // upstream idle watchdog; default protocol.DefaultIdleTimeout
+	MaxEventSize int              // default protocol.DefaultMaxEventSize
+	AutoApply    bool             // apply proposals as they arrive
+	NoWatch      bool             // do not start the fsnotify watcher
+	HTTPClient   *http.Client     // default: a client without an overall timeout
+}
+
+// Editor is what the engine asks of a front. A terminal front has no open
+// buffers (Document reports open=false) and applies nothing itself.
+// Methods may be called from any goroutine.
+type Editor interface {
+	// Document returns the text and version of path (absolute) when it is
+	// open in the editor.
+	Document(path string) (text []byte, version int32, open bool)
+	// ApplyEdit asks the editor to apply edits to its open buffers, all or
+	// none (workspace/applyEdit). A refusal is returned as an error.
+	ApplyEdit(ctx context.Context, label string, edits []FileEdit) error
+	// Notify tells the front about something it did not ask for: a change
+	// re-validated by the watcher, a change written by the upstream.
+	Notify(n Notification)
+}
+
+// FileEdit is a whole-file edit of an open buffer; the front turns it into
+// LSP text edits in the negotiated position encoding.
+type FileEdit struct {
+	Path    string // absolute
+	Version int32  // the buffer version the edit was planned against
+	OldText []byte
+	NewText []byte
+	Create  bool
+	Delete  bool
+}
+
+// Notification kinds.
+const (
+	NoteChangeUpdated = "changeUpdated" // status or hunks of a change changed
+	NoteFileChanged   = "fileChanged"   // a file was written behind the editor (upstream or undo); reload it
+)
+
+// Notification is sent to a Peer's Editor.
+type Notification struct {
+	Kind   string  `json:"kind"`
+	Change *Change `json:"change,omitempty"`
+	Path   string  `json:"path,omitempty"`
+}
+
+// ChatRequest is one user turn.
+type ChatRequest struct {
+	DialogID string
+	Message  string
+	Context  *protocol.ChatContext
+}
+
+// ChatResult is the result of a turn.
+type ChatResult struct {
+	DialogID string            `json:"dialogId"`
+	TurnID   string            `json:"turnId"`
+	Outcome  protocol.Outcome  `json:"outcome"`
+	Text     string            `json:"text"`
+	Changes  []string          `json:"changes"`
+	Summary  *protocol.Summary `json:"-"`
+}
+
+// Change statuses.
+const (
+	StatusPending         = "pending"
+	StatusApplied         = "applied"
+	StatusAppliedUpstream = "appliedUpstream"
+	StatusRejected        = "rejected"
+	StatusConflict        = "conflict"
+	StatusStale           = "stale"
+	StatusUndone          = "undone"
+)
+
+// Change is a change proposal as fronts see it.
+type Change struct {
+	ID       string              `json:"id"`
+	DialogID string              `json:"dialogId"`
+	TurnID   string              `json:"turnId"`
+	Path     string              `json:"path"` // relative to the workspace, slash-separated
+	Kind     protocol.ChangeKind `json:"kind"`
+	Status   string              `json:"status"`
+	Reason   string              `json:"reason,omitempty"` // why conflict/rejected/stale
+	Hunks    []Hunk              `json:"hunks"`
+}
+
+// Hunk is one hunk of a Change.
+type Hunk struct {
+	ID     string `json:"id"`
+	Header string `json:"header"`
+	Status string `json:"status"`
+	Match  string `json:"match"` // diffapply match level
+	Offset int    `json:"offset"`
+}
+
+// Preview is the text of a change before and after.
+type Preview struct {
+	Path     string `json:"path"`
+	Original string `json:"original"`
+	Result   string `json:"result"`
+	Diff     string `json:"diff"`
+}
+
+// Errors the fronts map to documented codes (docs/protocol.md, docs/cli.md).
+var (
+	ErrDialogBusy     = errors.New("dialog busy: a turn is already running in this dialog")
+	ErrTooManyTurns   = errors.New("too many concurrent turns for this client")
+	ErrMessageTooLong = errors.New("message too long")
+	ErrUnknownChange  = errors.New("unknown change")
+	ErrUnknownDialog  = errors.New("unknown dialog")
+	ErrConflict       = errors.New("conflict")
+	ErrUnsupported    = errors.New("not supported by this upstream")
+)

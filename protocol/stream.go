@@ -1,0 +1,80 @@
+package protocol
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+)
+
+// CONTRACT FILE: the signatures below are what the client, replay, the
+// daemon and the CLI build on. The protocol-core work fills in the bodies
+// (and may move them to other files of this package), keeping the names.
+
+// Dialect names a payload family. The empty Dialect means auto-detect.
+type Dialect string
+
+const (
+	DialectAuto        Dialect = ""
+	DialectAgentSmithy Dialect = "agentsmithy" // v2, v1.x and legacy v0
+	DialectRAG         Dialect = "rag"
+	DialectTextbook    Dialect = "textbook"
+	DialectLifecycle   Dialect = "lifecycle"
+	DialectOracle      Dialect = "oracle"
+)
+
+// Defaults for StreamOptions.
+const (
+	DefaultMaxEventSize = 16 << 20
+	DefaultIdleTimeout  = 60 * time.Second
+)
+
+// StreamOptions configures the reading of one turn.
+type StreamOptions struct {
+	Dialect      Dialect       // DialectAuto detects from the first payloads; an explicit one always wins
+	MaxEventSize int           // bytes of one SSE event; 0 means DefaultMaxEventSize
+	IdleTimeout  time.Duration // no byte for this long ends the turn interrupted; 0 means DefaultIdleTimeout, <0 disables
+	DialogID     string        // known before the stream (from the request); else learnt from it
+	TurnID       string        // stamped on every event
+	Header       http.Header   // response headers (rag's Server-Timing is kept on the summary)
+}
+
+// Summary is what a whole turn amounted to. Its JSON form is the summary
+// object of `smith replay --json` and `smith chat --json` (docs/cli.md).
+type Summary struct {
+	Type         string          `json:"type"` // always "summary"
+	Dialect      Dialect         `json:"dialect"`
+	Protocol     *string         `json:"protocol"` // "v0" | "v1" | "v2" for agentsmithy, else null
+	DialogID     string          `json:"dialogId"`
+	TurnID       string          `json:"turnId,omitempty"`
+	Outcome      Outcome         `json:"outcome"`
+	Text         string          `json:"text"`
+	Reasoning    string          `json:"reasoning"`
+	Citations    []Citation      `json:"citations"`
+	ToolCalls    []ToolCall      `json:"toolCalls"`
+	ToolResults  []ToolResult    `json:"toolResults"`
+	Changes      []ChangeSummary `json:"changes"`
+	Errors       []ErrorInfo     `json:"errors"`
+	Violations   []Violation     `json:"violations"`
+	ServerTiming string          `json:"serverTiming,omitempty"`
+}
+
+// ChangeSummary is one change of a turn as the summary lists it. Replay
+// numbers changes c1, c2, ... and reports status "proposed" or
+// "appliedUpstream"; the daemon fills in its own change ids and statuses.
+type ChangeSummary struct {
+	ID     string     `json:"id"`
+	Path   string     `json:"path"`
+	Kind   ChangeKind `json:"kind"`
+	Status string     `json:"status"`
+}
+
+// ReadTurn reads one turn's SSE response body and calls emit for every
+// normalized event, in order, with DialogID, TurnID and Seq filled in. It
+// emits exactly one KindTurnEnd event, last, and returns the summary of the
+// turn. It never returns early without a turnEnd: a cancelled ctx ends the
+// turn OutcomeCancelled (partial text kept), a cut body or an idle timeout
+// ends it OutcomeInterrupted. emit is called from the calling goroutine.
+func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func(Event)) *Summary {
+	panic("protocol.ReadTurn: not implemented yet")
+}
