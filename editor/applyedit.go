@@ -1,0 +1,153 @@
+package editor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// EditRefusedError is a workspace/applyEdit the editor answered with
+// applied=false. It counts as a conflict: the buffer was not what the plan
+// expected (usually a newer version), and nothing was changed.
+type EditRefusedError struct {
+	Reason       string
+	FailedChange *uint32
+}
+
+func (e *EditRefusedError) Error() string {
+	msg := "the editor refused the edit"
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg + " (the buffer changed since the plan; list the change again to see it re-validated)"
+}
+
+// Is makes a refusal a daemon.ErrConflict.
+func (e *EditRefusedError) Is(target error) bool { return target == daemon.ErrConflict }
+
+// ApplyEdit implements daemon.Editor: one workspace/applyEdit request with
+// a versioned TextDocumentEdit per open file, and create/delete resource
+// operations when the client announced them. The editor applies it all or
+// nothing. An edit the client cannot express (no applyEdit, no resource
+// operations) is daemon.ErrUnsupported, and the engine writes to disk
+// instead; a buffer that moved on since the plan is daemon.ErrConflict.
+func (c *client) ApplyEdit(ctx context.Context, label string, edits []daemon.FileEdit) error {
+	we, err := c.workspaceEdit(edits)
+	if err != nil {
+		return err
+	}
+	var res ApplyWorkspaceEditResult
+	if err := c.call(ctx, MethodApplyEdit, &ApplyWorkspaceEditParams{Label: label, Edit: *we}, &res); err != nil {
+		return fmt.Errorf("apply %q in the editor: %w", label, err)
+	}
+	if !res.Applied {
+		return &EditRefusedError{Reason: res.FailureReason, FailedChange: res.FailedChange}
+	}
+	return nil
+}
+
+// workspaceEdit builds the WorkspaceEdit for edits, checking each against
+// the mirror first, so that a stale plan never reaches the editor.
+func (c *client) workspaceEdit(edits []daemon.FileEdit) (*WorkspaceEdit, error) {
+	c.mu.Lock()
+	caps, enc := c.caps, c.enc
+	c.mu.Unlock()
+	if !caps.applyEdit || !caps.documentChanges {
+		return nil, fmt.Errorf("%w: the editor does not accept versioned workspace edits", daemon.ErrUnsupported)
+	}
+	we := &WorkspaceEdit{DocumentChanges: make([]DocumentChange, 0, len(edits))}
+	for _, fe := range edits {
+		changes, err := c.documentChanges(fe, caps, enc)
+		if err != nil {
+			return nil, err
+		}
+		we.DocumentChanges = append(we.DocumentChanges, changes...)
+	}
+	return we, nil
+}
+
+func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc PositionEncoding) ([]DocumentChange, error) {
+	uri := pathToURI(fe.Path)
+	switch {
+	case fe.Create:
+		if !caps.resourceOps[ResourceCreate] {
+			return nil, fmt.Errorf("%w: the editor cannot create files (%s)", daemon.ErrUnsupported, fe.Path)
+		}
+		out := []DocumentChange{{CreateFile: &CreateFile{Kind: ResourceCreate, URI: uri, Options: &CreateFileOptions{Overwrite: false}}}}
+		if len(fe.NewText) > 0 {
+			out = append(out, DocumentChange{TextDocumentEdit: &TextDocumentEdit{
+				TextDocument: OptionalVersionedTextDocumentIdentifier{URI: uri},
+				Edits:        []TextEdit{{NewText: string(fe.NewText)}},
+			}})
+		}
+		return out, nil
+	case fe.Delete:
+		if !caps.resourceOps[ResourceDelete] {
+			return nil, fmt.Errorf("%w: the editor cannot delete files (%s)", daemon.ErrUnsupported, fe.Path)
+		}
+		return []DocumentChange{{DeleteFile: &DeleteFile{Kind: ResourceDelete, URI: uri}}}, nil
+	}
+	doc, open := c.docs.get(fe.Path)
+	if !open {
+		return nil, fmt.Errorf("%w: %s is not open in the editor", daemon.ErrUnsupported, filepath.Base(fe.Path))
+	}
+	if doc.version != fe.Version || !bytes.Equal(doc.text, fe.OldText) {
+		return nil, fmt.Errorf("%w: %s changed in the editor since the plan (version %d, planned against %d)",
+			daemon.ErrConflict, fe.Path, doc.version, fe.Version)
+	}
+	edit := minimalEdit(fe.OldText, fe.NewText, enc)
+	var tedits []TextEdit
+	if edit != nil {
+		tedits = []TextEdit{*edit}
+	}
+	version := fe.Version
+	return []DocumentChange{{TextDocumentEdit: &TextDocumentEdit{
+		TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: &version},
+		Edits:        tedits,
+	}}}, nil
+}
+
+// ChangeUpdatedParams of smith/changeUpdated.
+type ChangeUpdatedParams struct {
+	Change daemon.Change `json:"change"`
+}
+
+// FileChangedParams of smith/fileChanged: reload the file from disk.
+type FileChangedParams struct {
+	Path string      `json:"path"`
+	URI  DocumentURI `json:"uri"`
+}
+
+// Notify implements daemon.Editor.
+func (c *client) Notify(n daemon.Notification) {
+	var err error
+	ctx := context.Background()
+	switch n.Kind {
+	case daemon.NoteChangeUpdated:
+		if n.Change == nil {
+			return
+		}
+		err = c.conn.Notify(ctx, MethodChangeUpdated, &ChangeUpdatedParams{Change: *n.Change})
+	case daemon.NoteFileChanged:
+		err = c.conn.Notify(ctx, MethodFileChanged, &FileChangedParams{Path: n.Path, URI: pathToURI(c.absPath(n.Path))})
+	default:
+		c.log.Debug("unknown engine notification", "kind", n.Kind)
+		return
+	}
+	if err != nil {
+		c.log.Debug("notifying the editor", "kind", n.Kind, "err", err)
+	}
+}
+
+// absPath resolves a workspace-relative path.
+func (c *client) absPath(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return filepath.Join(c.workspace, filepath.FromSlash(p))
+}

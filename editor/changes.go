@@ -1,0 +1,76 @@
+package editor
+
+import (
+	"context"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// ChangesParams of smith/changes; empty fields match every change.
+type ChangesParams struct {
+	DialogID string `json:"dialogId,omitempty"`
+	Status   string `json:"status,omitempty"`
+}
+
+// ChangeParams of smith/change/preview, /apply and /reject: the hunks to
+// act on, all (pending ones, for apply) when Hunks is empty.
+type ChangeParams struct {
+	ChangeID string   `json:"changeId"`
+	Hunks    []string `json:"hunks,omitempty"`
+}
+
+// UndoParams of smith/undo: the most recent apply when ChangeID is empty.
+type UndoParams struct {
+	ChangeID string `json:"changeId,omitempty"`
+}
+
+func (c *client) changes(_ context.Context, p *ChangesParams) ([]daemon.Change, error) {
+	eng, _, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	return eng.Changes(daemon.ChangeFilter{DialogID: p.DialogID, Status: p.Status}), nil
+}
+
+func (c *client) changePreview(ctx context.Context, p *ChangeParams) (*daemon.Preview, error) {
+	eng, _, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	if p.ChangeID == "" {
+		return nil, invalidParams("changeId is required")
+	}
+	return eng.Preview(ctx, p.ChangeID, p.Hunks)
+}
+
+// changeApply applies through this connection's editor: open buffers get a
+// workspace/applyEdit, closed files are written on disk.
+func (c *client) changeApply(ctx context.Context, p *ChangeParams) (*daemon.Change, error) {
+	eng, peer, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	if p.ChangeID == "" {
+		return nil, invalidParams("changeId is required")
+	}
+	return eng.Apply(ctx, peer, p.ChangeID, p.Hunks)
+}
+
+func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Change, error) {
+	eng, peer, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	if p.ChangeID == "" {
+		return nil, invalidParams("changeId is required")
+	}
+	return eng.Reject(ctx, peer, p.ChangeID, p.Hunks)
+}
+
+func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error) {
+	eng, peer, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	return eng.Undo(ctx, peer, p.ChangeID)
+}

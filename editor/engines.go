@@ -1,0 +1,87 @@
+package editor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// engines shares one daemon.Engine per workspace among the connections of
+// a Server: two editors on the same project see the same dialogs, changes
+// and undo journal. An engine is created by the first connection that
+// initializes on its workspace and closed when the last one releases it.
+type engines struct {
+	mu   sync.Mutex
+	open map[string]*sharedEngine
+	log  *slog.Logger
+	// newEngine is daemon.New outside tests.
+	newEngine func(context.Context, daemon.Config) (*daemon.Engine, error)
+}
+
+type sharedEngine struct {
+	eng  *daemon.Engine
+	cfg  daemon.Config
+	refs int
+}
+
+func newEngines(log *slog.Logger) *engines {
+	return &engines{open: map[string]*sharedEngine{}, log: log, newEngine: daemon.New}
+}
+
+// acquire returns the engine of cfg.Workspace, starting it when none runs,
+// and the function that releases it. A later connection whose settings
+// differ from the running engine's gets the running engine (one workspace,
+// one journal); the difference is logged.
+func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engine, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	se, ok := p.open[cfg.Workspace]
+	if ok {
+		if se.cfg.Upstream != cfg.Upstream || se.cfg.Dialect != cfg.Dialect || se.cfg.StateDir != cfg.StateDir {
+			p.log.Warn("workspace already served with other settings; sharing the running engine",
+				"workspace", cfg.Workspace, "upstream", se.cfg.Upstream, "requestedUpstream", cfg.Upstream)
+		}
+	} else {
+		// The engine outlives the initialize request that starts it.
+		eng, err := p.newEngine(context.WithoutCancel(ctx), cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the engine for %s: %w", cfg.Workspace, err)
+		}
+		se = &sharedEngine{eng: eng, cfg: cfg}
+		p.open[cfg.Workspace] = se
+	}
+	se.refs++
+	var once sync.Once
+	return se.eng, func() { once.Do(func() { p.release(cfg.Workspace, se) }) }, nil
+}
+
+func (p *engines) release(ws string, se *sharedEngine) {
+	p.mu.Lock()
+	se.refs--
+	last := se.refs == 0
+	if last {
+		delete(p.open, ws)
+	}
+	p.mu.Unlock()
+	if last {
+		if err := se.eng.Close(); err != nil {
+			p.log.Warn("closing the engine", "workspace", ws, "err", err)
+		}
+	}
+}
+
+// closeAll closes every engine still open (server shutdown).
+func (p *engines) closeAll() {
+	p.mu.Lock()
+	open := p.open
+	p.open = map[string]*sharedEngine{}
+	p.mu.Unlock()
+	for ws, se := range open {
+		if err := se.eng.Close(); err != nil {
+			p.log.Warn("closing the engine", "workspace", ws, "err", err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package editor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// JSON-RPC error codes of the smith protocol (docs/protocol.md lists them).
+// They sit in JSON-RPC's range for implementation-defined server errors
+// (-32099…-32000), clear of the two codes LSP itself uses there
+// (-32001 UnknownError, -32002 ServerNotInitialized).
+const (
+	CodeDialogBusy          jsonrpc2.Code = -32010
+	CodeTooManyTurns        jsonrpc2.Code = -32011
+	CodeMessageTooLong      jsonrpc2.Code = -32012
+	CodeUnknownChange       jsonrpc2.Code = -32013
+	CodeUnknownDialog       jsonrpc2.Code = -32014
+	CodeConflict            jsonrpc2.Code = -32015
+	CodeUnsupported         jsonrpc2.Code = -32016
+	CodeUpstreamUnreachable jsonrpc2.Code = -32017
+	CodeUpstreamError       jsonrpc2.Code = -32018
+)
+
+// LSP codes jsonrpc2 has no constant for.
+const (
+	CodeRequestCancelled jsonrpc2.Code = -32800
+	CodeContentModified  jsonrpc2.Code = -32801
+)
+
+// codeFor maps engine and upstream errors to smith's codes; ok is false for
+// errors that have none (they become InternalError).
+func codeFor(err error) (jsonrpc2.Code, bool) {
+	table := []struct {
+		target error
+		code   jsonrpc2.Code
+	}{
+		{daemon.ErrDialogBusy, CodeDialogBusy},
+		{protocol.ErrDialogBusy, CodeDialogBusy},
+		{daemon.ErrTooManyTurns, CodeTooManyTurns},
+		{daemon.ErrMessageTooLong, CodeMessageTooLong},
+		{daemon.ErrUnknownChange, CodeUnknownChange},
+		{daemon.ErrUnknownDialog, CodeUnknownDialog},
+		{daemon.ErrConflict, CodeConflict},
+		{daemon.ErrUnsupported, CodeUnsupported},
+		{protocol.ErrUnreachable, CodeUpstreamUnreachable},
+		{context.Canceled, CodeRequestCancelled},
+	}
+	for _, t := range table {
+		if errors.Is(err, t.target) {
+			return t.code, true
+		}
+	}
+	var he *protocol.HTTPError
+	var ce *protocol.ContentTypeError
+	if errors.As(err, &he) || errors.As(err, &ce) {
+		return CodeUpstreamError, true
+	}
+	return 0, false
+}
+
+// wireError turns an error from the engine into the JSON-RPC error the
+// client sees: a documented code and the error's own message, which says
+// what happened and what to do. data, when not nil, is attached as the
+// error's data member (smith/chat puts the ended turn there).
+func wireError(err error, data any) error {
+	if err == nil {
+		return nil
+	}
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		return err // already coded (invalid params, method not found, ...)
+	}
+	code, ok := codeFor(err)
+	if !ok {
+		code = jsonrpc2.InternalError
+	}
+	e := jsonrpc2.NewError(code, err.Error())
+	if data != nil {
+		if raw, merr := jsonrpc2.DefaultCodec.Marshal(data); merr == nil {
+			e.Data = raw
+		}
+	}
+	return e
+}
+
+// invalidParams wraps a decoding or validation problem as -32602.
+func invalidParams(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", jsonrpc2.ErrInvalidParams, fmt.Sprintf(format, args...))
+}
+
+// errNotInitialized answers requests that arrive before initialize.
+var errNotInitialized = jsonrpc2.NewError(jsonrpc2.ServerNotInitialized, "server not initialized: send initialize first")
+
+// errShutDown answers requests that arrive after shutdown.
+var errShutDown = jsonrpc2.NewError(jsonrpc2.InvalidRequest, "server is shutting down: only exit is accepted after shutdown")

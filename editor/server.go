@@ -1,0 +1,234 @@
+package editor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Resolve builds a connection's engine configuration at initialize,
+	// from the workspace the editor named (rootUri, workspaceFolders) and
+	// its initializationOptions. The caller applies its own layers there:
+	// serve's flags win over init, which wins over config files and
+	// defaults. nil means DefaultResolve.
+	Resolve func(ctx context.Context, workspace string, init InitOptions) (daemon.Config, error)
+	// Logger receives the server's log; it must not write to the protocol
+	// stream. nil discards logs.
+	Logger *slog.Logger
+	// Version is reported in the initialize result's serverInfo.
+	Version string
+}
+
+// ErrExitWithoutShutdown is returned by ServeConn when the editor sent exit
+// without shutdown first; LSP asks the server to exit with status 1 then.
+var ErrExitWithoutShutdown = errors.New("editor sent exit without shutdown")
+
+// Server serves editor connections. One Server holds one engine per
+// workspace, shared by all its connections. It is safe for concurrent use;
+// Close it after the last ServeConn or Serve has returned.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	engines *engines
+}
+
+// NewServer returns a Server.
+func NewServer(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Resolve == nil {
+		opts.Resolve = DefaultResolve
+	}
+	return &Server{opts: opts, log: log, engines: newEngines(log)}
+}
+
+// Close stops every engine still running.
+func (s *Server) Close() error {
+	s.engines.closeAll()
+	return nil
+}
+
+// ServeConn speaks the protocol on rwc (LSP framing) until the editor
+// sends exit, closes its end, or ctx is cancelled, and closes rwc. It
+// returns nil for a clean end, ErrExitWithoutShutdown for an exit that was
+// not preceded by shutdown, and the connection's error otherwise.
+func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := newClient(s, rwc)
+	defer c.detach()
+
+	select {
+	case <-c.conn.Done():
+	case <-c.exited:
+	case <-ctx.Done():
+	}
+	// Cancel running handlers first (turns end "cancelled" and give their
+	// engine slot back), then close: Close waits for them.
+	c.cancel()
+	c.inflight.Wait()
+	closeErr := c.conn.Close()
+	if c.exitedWithoutShutdown() {
+		return ErrExitWithoutShutdown
+	}
+	if err := c.conn.Err(); err != nil {
+		return fmt.Errorf("editor connection: %w", err)
+	}
+	if closeErr != nil && !errors.Is(closeErr, io.EOF) && !errors.Is(closeErr, net.ErrClosed) {
+		s.log.Debug("closing the editor connection", "err", closeErr)
+	}
+	return nil
+}
+
+// Serve accepts connections on ln and serves each with ServeConn until ctx
+// is cancelled or ln fails. It closes ln and waits for the connections it
+// started. jsonrpc2.Serve is not used because it builds each Conn without
+// options, and smith needs its preempter ($/cancelRequest) and its
+// malformed-frame guard on every connection.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.log.Info("editor connected", "remote", nc.RemoteAddr().String())
+			if err := s.ServeConn(ctx, nc); err != nil {
+				s.log.Warn("editor connection ended", "err", err)
+			}
+		}()
+	}
+}
+
+// newClient starts a connection. The handler chain, outermost first:
+// the preempter (handles $/cancelRequest inline, ahead of queued work),
+// CancelHandler (per-request cancel funcs), then the client's dispatcher.
+func newClient(s *Server, rwc io.ReadWriteCloser) *client {
+	connCtx, cancel := context.WithCancel(context.Background())
+	c := &client{
+		srv:      s,
+		log:      s.log,
+		docs:     newDocuments(),
+		enc:      EncodingUTF16,
+		exited:   make(chan struct{}),
+		cancel:   cancel,
+		progress: map[string]context.CancelFunc{},
+	}
+	h, canceller := jsonrpc2.CancelHandler(c.dispatch)
+	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log),
+		jsonrpc2.WithPreempter(preempter{cancelRequest: canceller, cancelProgress: c.cancelProgress}))
+	c.routes = c.routeTable()
+	c.conn.Go(connCtx, h)
+	return c
+}
+
+// client is one editor connection. It implements daemon.Editor for the
+// engine: Document reads its buffer mirror, ApplyEdit sends
+// workspace/applyEdit, Notify sends smith/* notifications.
+type client struct {
+	srv    *Server
+	log    *slog.Logger
+	conn   jsonrpc2.Conn
+	routes map[string]route
+	docs   *documents
+	cancel context.CancelFunc // cancels every handler of the connection
+
+	// inflight counts running handlers, so that teardown can wait for
+	// their responses before Close drops them.
+	inflight sync.WaitGroup
+
+	mu           sync.Mutex
+	state        lifecycle
+	enc          PositionEncoding
+	caps         clientCaps
+	workspace    string
+	engine       *daemon.Engine
+	peer         *daemon.Peer
+	release      func()
+	progress     map[string]context.CancelFunc // workDone token → cancel of its request
+	nextToken    atomic.Int64
+	exited       chan struct{}
+	exitNoShutdn bool
+}
+
+// lifecycle is the LSP state of a connection.
+type lifecycle int
+
+const (
+	stateNew lifecycle = iota
+	stateInitializing
+	stateRunning
+	stateShutDown
+)
+
+func (l lifecycle) String() string {
+	return [...]string{"new", "initializing", "running", "shut down"}[l]
+}
+
+// clientCaps are the client capabilities smith acts on.
+type clientCaps struct {
+	applyEdit        bool
+	documentChanges  bool
+	resourceOps      map[string]bool
+	workDoneProgress bool
+}
+
+// session returns the engine and peer, or an error before initialize.
+func (c *client) session() (*daemon.Engine, *daemon.Peer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.engine == nil {
+		return nil, nil, errNotInitialized
+	}
+	return c.engine, c.peer, nil
+}
+
+func (c *client) encoding() PositionEncoding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.enc
+}
+
+// detach gives the engine back; the peer's turns are cancelled.
+func (c *client) detach() {
+	c.mu.Lock()
+	eng, peer, release := c.engine, c.peer, c.release
+	c.engine, c.peer, c.release = nil, nil, nil
+	c.mu.Unlock()
+	if eng != nil {
+		eng.Detach(peer)
+		release()
+	}
+}
+
+func (c *client) exitedWithoutShutdown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitNoShutdn
+}
