@@ -1,0 +1,408 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Default paths, relative to ClientConfig.BaseURL (docs/upstream.md).
+const (
+	DefaultChatPath    = "/api/chat"         // POST, answered with SSE (every dialect but lifecycle)
+	DefaultSessionPath = "/api/chat/stream"  // lifecycle: GET, the long-lived session stream
+	DefaultMessagePath = "/api/chat/message" // lifecycle: POST, one per message
+)
+
+// ClientConfig configures a Client. Only BaseURL is required.
+type ClientConfig struct {
+	// BaseURL is the upstream's root, e.g. "http://localhost:8765". A path
+	// prefix is kept: "http://host/prefix" + ChatPath.
+	BaseURL string
+	// Dialect of the upstream. DialectAuto detects it from the stream and
+	// sends AgentSmithy's request body. Lifecycle cannot be detected (its
+	// transport differs: a session stream plus a POST per message), so it
+	// must be configured explicitly.
+	Dialect Dialect
+	// HTTPClient sends the requests; nil means a new http.Client. It must not
+	// set Timeout: that caps the whole stream. Streams are bounded by
+	// IdleTimeout and the caller's context instead.
+	HTTPClient *http.Client
+	// Token, when set, is sent as "Authorization: Bearer <Token>". It never
+	// appears in errors or logs.
+	Token string
+	// Header is added to every request.
+	Header http.Header
+	// MaxEventSize and IdleTimeout are passed to the stream reader (see
+	// StreamOptions). IdleTimeout also bounds the wait for a lifecycle
+	// session's first event.
+	MaxEventSize int
+	IdleTimeout  time.Duration
+	// ChatPath is the POST path of a turn; "" means DefaultChatPath.
+	ChatPath string
+	// SessionPath and MessagePath are the lifecycle dialect's session stream
+	// (GET) and message (POST) paths; "" means the defaults above.
+	SessionPath string
+	MessagePath string
+	// Fields renames the keys of the simple request bodies (textbook, rag,
+	// oracle, lifecycle); see BodyFields.
+	Fields BodyFields
+	// ExtraBody is merged into every request body at the top level, after
+	// the dialect's own keys; a nil value removes a key. For example
+	// {"workload": "fast"} for AgentSmithy.
+	ExtraBody map[string]any
+}
+
+// Client talks to one upstream: the chat stream of every dialect. It is safe
+// for concurrent use. With the lifecycle dialect it holds one long-lived
+// session stream per dialog; Close ends them. For the other dialects Close is
+// a no-op and each Chat owns its own request.
+type Client struct {
+	cfg ClientConfig
+	hc  *http.Client
+
+	mu       sync.Mutex
+	sessions map[string]*lifecycleSession // lifecycle only, by session id
+}
+
+// NewClient returns a Client for cfg.
+func NewClient(cfg ClientConfig) *Client {
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	if cfg.ChatPath == "" {
+		cfg.ChatPath = DefaultChatPath
+	}
+	if cfg.SessionPath == "" {
+		cfg.SessionPath = DefaultSessionPath
+	}
+	if cfg.MessagePath == "" {
+		cfg.MessagePath = DefaultMessagePath
+	}
+	cfg.Header = cfg.Header.Clone()
+	cfg.ExtraBody = maps.Clone(cfg.ExtraBody)
+	return &Client{cfg: cfg, hc: hc, sessions: map[string]*lifecycleSession{}}
+}
+
+// Close ends every lifecycle session stream the client holds. Turns still
+// running on them end interrupted.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	ss := make([]*lifecycleSession, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		ss = append(ss, s)
+	}
+	c.mu.Unlock()
+	for _, s := range ss {
+		s.close(errors.New("client closed"))
+	}
+	return nil
+}
+
+// Chat sends one turn and streams its normalized events to emit, in order,
+// on the calling goroutine. It emits exactly one KindTurnEnd event, last,
+// whatever happens, and returns the turn's summary.
+//
+// The error is nil once the stream has started: how the turn ended is the
+// summary's Outcome. Before the stream, a failure is emitted as an error
+// event and turnEnd{error} and also returned, typed: *HTTPError,
+// *ContentTypeError, *UnreachableError or *TLSError (errors.Is(err,
+// ErrUnreachable)), ErrDialogBusy (lifecycle 409) or ErrSessionClosed. A
+// cancelled ctx closes the request at once and ends the turn cancelled; the
+// error is then ctx's.
+func (c *Client) Chat(ctx context.Context, req ChatRequest, emit func(Event)) (*Summary, error) {
+	if c.cfg.Dialect == DialectLifecycle {
+		return c.chatLifecycle(ctx, req, emit)
+	}
+	body, err := c.requestBody(req)
+	if err != nil {
+		return c.failTurn(ctx, req, emit, err)
+	}
+
+	// The request lives in its own context so that the idle watchdog can
+	// close it with a cause the stream reader then reports.
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	res, err := c.openStream(reqCtx, http.MethodPost, c.cfg.ChatPath, body)
+	if err != nil {
+		return c.failTurn(ctx, req, emit, err)
+	}
+	defer res.Body.Close()
+
+	r := newIdleReader(res.Body, c.idleTimeout(), cancel, res.Request.URL.Redacted())
+	defer r.stop()
+	sum := ReadTurn(ctx, r, c.streamOptions(req, res.Header), emit)
+	keepServerTiming(sum, res.Header)
+	return sum, nil
+}
+
+// streamOptions are the reader's options for one turn. The client runs the
+// idle watchdog itself (it can close the request; the reader cannot), so the
+// reader's own is off.
+func (c *Client) streamOptions(req ChatRequest, h http.Header) StreamOptions {
+	return StreamOptions{
+		Dialect:      c.cfg.Dialect,
+		MaxEventSize: c.cfg.MaxEventSize,
+		IdleTimeout:  -1,
+		DialogID:     req.DialogID,
+		TurnID:       req.TurnID,
+		Header:       h,
+	}
+}
+
+func (c *Client) idleTimeout() time.Duration {
+	switch d := c.cfg.IdleTimeout; {
+	case d == 0:
+		return DefaultIdleTimeout
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
+}
+
+// keepServerTiming keeps rag's Server-Timing header on the turn.
+func keepServerTiming(sum *Summary, h http.Header) {
+	if sum != nil && sum.ServerTiming == "" {
+		sum.ServerTiming = strings.Join(h.Values("Server-Timing"), ", ")
+	}
+}
+
+// url joins path (and query q) to the base URL.
+func (c *Client) url(path string, q url.Values) (string, error) {
+	u, err := url.Parse(c.cfg.BaseURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("upstream URL %q is not an absolute http(s) URL", c.cfg.BaseURL)
+	}
+	u = u.JoinPath(path)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// newRequest builds a request with smith's headers. body may be nil.
+func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, body []byte) (*http.Request, error) {
+	u, err := c.url(path, q)
+	if err != nil {
+		return nil, err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	for k, vs := range c.cfg.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	return req, nil
+}
+
+// do sends req and turns transport failures into typed errors. A cancelled
+// context comes back as the context's own error.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	res, err := c.hc.Do(req)
+	if err == nil {
+		return res, nil
+	}
+	if ctxErr := req.Context().Err(); ctxErr != nil {
+		if cause := context.Cause(req.Context()); cause != nil {
+			return nil, cause
+		}
+		return nil, ctxErr
+	}
+	u := req.URL.Redacted()
+	if isTLSError(err) {
+		return nil, &TLSError{Method: req.Method, URL: u, Err: unwrapURLError(err)}
+	}
+	return nil, &UnreachableError{Method: req.Method, URL: u, Err: unwrapURLError(err)}
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func isTLSError(err error) bool {
+	var (
+		rh   tls.RecordHeaderError
+		cv   *tls.CertificateVerificationError
+		ua   x509.UnknownAuthorityError
+		hn   x509.HostnameError
+		ci   x509.CertificateInvalidError
+		alrt tls.AlertError
+	)
+	return errors.As(err, &rh) || errors.As(err, &cv) || errors.As(err, &ua) ||
+		errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &alrt)
+}
+
+// openStream sends a request that must be answered 2xx with an event
+// stream. On success the caller owns res.Body.
+func (c *Client) openStream(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := c.newRequest(ctx, method, path, nil, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	res, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStatus(res); err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "text/event-stream" {
+		defer res.Body.Close()
+		b, trunc := readErrorBody(res.Body)
+		return nil, &ContentTypeError{
+			Method: req.Method, URL: req.URL.Redacted(), ContentType: res.Header.Get("Content-Type"),
+			Want: "text/event-stream", Body: b, Truncated: trunc,
+		}
+	}
+	return res, nil
+}
+
+// checkStatus returns an *HTTPError for a non-2xx answer, and then closes
+// the body.
+func checkStatus(res *http.Response) error {
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		return nil
+	}
+	defer res.Body.Close()
+	b, trunc := readErrorBody(res.Body)
+	return &HTTPError{
+		Method: res.Request.Method, URL: res.Request.URL.Redacted(),
+		Status: res.StatusCode, StatusMsg: res.Status, Body: b, Truncated: trunc,
+	}
+}
+
+// failTurn ends a turn that failed before its stream: an error event and
+// turnEnd{error} (or only turnEnd{cancelled} when ctx was cancelled).
+func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event), err error) (*Summary, error) {
+	sum := &Summary{
+		Type: "summary", Dialect: c.cfg.Dialect, DialogID: req.DialogID, TurnID: req.TurnID,
+		Citations: []Citation{}, ToolCalls: []ToolCall{}, ToolResults: []ToolResult{},
+		Changes: []ChangeSummary{}, Errors: []ErrorInfo{}, Violations: []Violation{},
+	}
+	var seq int64
+	send := func(ev Event) {
+		seq++
+		ev.DialogID, ev.TurnID, ev.Seq = req.DialogID, req.TurnID, seq
+		if emit != nil {
+			emit(ev)
+		}
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		sum.Outcome = OutcomeCancelled
+		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
+		return sum, err
+	}
+	info := ErrorInfo{Code: errorCode(err), Message: err.Error()}
+	sum.Outcome = OutcomeError
+	sum.Errors = append(sum.Errors, info)
+	send(Event{Type: KindError, Error: &info})
+	send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeError, Reason: info.Message}})
+	return sum, err
+}
+
+// errorCode is the ErrorInfo.Code of a failure before the stream.
+func errorCode(err error) string {
+	var (
+		he *HTTPError
+		ct *ContentTypeError
+		te *TLSError
+	)
+	switch {
+	case errors.Is(err, ErrDialogBusy):
+		return "dialog_busy"
+	case errors.Is(err, ErrSessionClosed):
+		return "session_closed"
+	case errors.As(err, &te):
+		return "tls"
+	case errors.Is(err, ErrUnreachable):
+		return "unreachable"
+	case errors.As(err, &he):
+		return fmt.Sprintf("http_%d", he.Status)
+	case errors.As(err, &ct):
+		return "content_type"
+	default:
+		return "request"
+	}
+}
+
+// idleReader is the stream's idle watchdog: every byte pushes it back; when
+// it fires it closes the request (cancel), and the read error that follows
+// becomes an *IdleTimeoutError.
+type idleReader struct {
+	r     io.Reader
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+	cause error
+}
+
+func newIdleReader(r io.Reader, d time.Duration, cancel context.CancelCauseFunc, url string) *idleReader {
+	ir := &idleReader{r: r, d: d}
+	if d > 0 {
+		ir.cause = &IdleTimeoutError{URL: url, Timeout: d.String()}
+		ir.t = time.AfterFunc(d, func() {
+			ir.fired.Store(true)
+			cancel(ir.cause)
+		})
+	}
+	return ir
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if ir.t == nil {
+		return n, err
+	}
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	if err != nil && err != io.EOF && ir.fired.Load() {
+		// The watchdog closed the request: say why.
+		return n, ir.cause
+	}
+	return n, err
+}
+
+func (ir *idleReader) stop() {
+	if ir.t != nil {
+		ir.t.Stop()
+	}
+}
+
+// marshalBody encodes a request body.
+func marshalBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request body: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,350 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// The lifecycle dialect has no stream per request. The client opens one
+// long-lived GET session stream per dialog (its first event,
+// session_start, names the session, which smith uses as the dialog id),
+// then POSTs each message; the turn's events (message_start ...
+// message_end) arrive on the session stream. A pump goroutine per session
+// reads that stream and hands the events of the current turn to the Chat
+// that waits for them, re-framed as a stand-alone SSE body for ReadTurn.
+//
+// Cancelling a lifecycle turn closes its session stream: the contract has no
+// cancel request, and a closed stream is what makes its server stop. The
+// dialog ends with it (later turns on it fail with ErrSessionClosed).
+
+// lifecycleSession is one open session stream.
+type lifecycleSession struct {
+	id     string
+	url    string
+	cancel context.CancelCauseFunc // closes the GET
+	rd     *SSEReader
+	done   chan struct{} // closed when the pump has ended
+
+	mu       sync.Mutex
+	turn     *lifecycleTurn // the turn events go to; nil between turns
+	draining bool           // an abandoned turn is still running upstream
+	err      error          // why the stream ended, once it has
+}
+
+// lifecycleTurn receives one turn's raw events from the pump.
+type lifecycleTurn struct {
+	events chan streamItem
+	done   chan struct{} // closed by the turn's owner when it stops listening
+}
+
+type streamItem struct {
+	ev  SSEEvent
+	err error // the session stream ended (io.EOF when cleanly)
+}
+
+// lifecycleEnd reports whether ev ends a lifecycle turn: message_end, or an
+// error that belongs to no started message (then no message_end follows).
+func lifecycleEnd(ev SSEEvent) bool {
+	var p struct {
+		Type      string          `json:"type"`
+		MessageID json.RawMessage `json:"message_id"`
+	}
+	if json.Unmarshal([]byte(ev.Data), &p) != nil {
+		return false
+	}
+	switch p.Type {
+	case "message_end":
+		return true
+	case "error":
+		return len(p.MessageID) == 0 || string(p.MessageID) == "null" || string(p.MessageID) == `""`
+	}
+	return false
+}
+
+func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(Event)) (*Summary, error) {
+	s, err := c.session(ctx, req.DialogID)
+	if err != nil {
+		return c.failTurn(ctx, req, emit, err)
+	}
+	req.DialogID = s.id
+	t, err := s.beginTurn()
+	if err != nil {
+		return c.failTurn(ctx, req, emit, err)
+	}
+	aborted := false // a turn abandoned midway keeps running upstream
+	defer func() { s.endTurn(t, aborted) }()
+
+	body, err := c.requestBody(req)
+	if err != nil {
+		return c.failTurn(ctx, req, emit, err)
+	}
+	// The POST may return at once or only when the turn is over; the turn's
+	// events may come before its answer. Whichever comes first decides.
+	postCtx, cancelPost := context.WithCancel(ctx)
+	defer cancelPost()
+	posted := make(chan error, 1)
+	go func() { posted <- c.postMessage(postCtx, body) }()
+
+	var first *streamItem
+	select {
+	case err := <-posted:
+		if err != nil {
+			return c.failTurn(ctx, req, emit, err)
+		}
+	case it := <-t.events:
+		if it.err != nil {
+			return c.failTurn(ctx, req, emit, fmt.Errorf("lifecycle dialog %s: %w: %v", s.id, ErrSessionClosed, it.err))
+		}
+		first = &it
+	case <-ctx.Done():
+		s.close(ctx.Err())
+		return c.failTurn(ctx, req, emit, ctx.Err())
+	}
+
+	pr, pw := io.Pipe()
+	stop := make(chan struct{})
+	ended := make(chan bool, 1) // whether the turn's last event went through
+	go func() { ended <- forwardTurn(pw, t, first, stop, c.idleTimeout(), s.url) }()
+	sum := ReadTurn(ctx, pr, c.streamOptions(req, nil), emit)
+	pr.Close()
+	close(stop)
+	aborted = !<-ended
+	if ctx.Err() != nil {
+		s.close(ctx.Err())
+	}
+	return sum, nil
+}
+
+// forwardTurn writes the turn's events to pw as an SSE body and closes it
+// after the turn's last event, when the session stream ends, when stop is
+// closed, or when no event came for idle. It reports whether the turn's last
+// event was written.
+func forwardTurn(pw *io.PipeWriter, t *lifecycleTurn, first *streamItem, stop <-chan struct{}, idle time.Duration, url string) (ended bool) {
+	var timeout <-chan time.Time
+	var timer *time.Timer
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	// write frames one event; done reports that the body is finished.
+	write := func(it streamItem) (done, ended bool) {
+		if it.err != nil {
+			if it.err == io.EOF {
+				it.err = io.ErrUnexpectedEOF // the session ended inside the turn
+			}
+			pw.CloseWithError(it.err)
+			return true, false
+		}
+		if timer != nil {
+			timer.Reset(idle)
+		}
+		// Once the pump has handed over the turn's last event, the turn is
+		// over upstream, whether or not the reader still wants it.
+		ended = lifecycleEnd(it.ev)
+		m := &sse.Message{}
+		if it.ev.Type != "message" {
+			m.Type = sse.Type(it.ev.Type)
+		}
+		if it.ev.LastEventID != "" {
+			m.ID = sse.ID(it.ev.LastEventID)
+		}
+		m.AppendData(it.ev.Data)
+		if _, err := m.WriteTo(pw); err != nil {
+			return true, ended // the reader is gone
+		}
+		if ended {
+			pw.Close()
+		}
+		return ended, ended
+	}
+	if first != nil {
+		if done, ended := write(*first); done {
+			return ended
+		}
+	}
+	for {
+		select {
+		case it := <-t.events:
+			if done, ended := write(it); done {
+				return ended
+			}
+		case <-timeout:
+			pw.CloseWithError(&IdleTimeoutError{URL: url, Timeout: idle.String()})
+			return false
+		case <-stop:
+			pw.CloseWithError(io.ErrClosedPipe)
+			return false
+		}
+	}
+}
+
+// postMessage sends one message of a lifecycle dialog. 409 means the
+// session is still busy with the previous one.
+func (c *Client) postMessage(ctx context.Context, body []byte) error {
+	req, err := c.newRequest(ctx, http.MethodPost, c.cfg.MessagePath, nil, body)
+	if err != nil {
+		return err
+	}
+	res, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	if err := checkStatus(res); err != nil {
+		var he *HTTPError
+		if errors.As(err, &he) && he.Status == http.StatusConflict {
+			return fmt.Errorf("%w: %w", ErrDialogBusy, err)
+		}
+		return err
+	}
+	// The answer's body says nothing the stream will not; drain a little so
+	// the connection can be reused.
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	return res.Body.Close()
+}
+
+// session returns the open session for id, or opens a new one when id is "".
+func (c *Client) session(ctx context.Context, id string) (*lifecycleSession, error) {
+	if id != "" {
+		c.mu.Lock()
+		s := c.sessions[id]
+		c.mu.Unlock()
+		if s == nil {
+			return nil, fmt.Errorf("lifecycle dialog %s: %w (sessions end with their stream; start a new dialog)", id, ErrSessionClosed)
+		}
+		return s, nil
+	}
+	s, err := c.openSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.sessions[s.id] = s
+	c.mu.Unlock()
+	go c.pump(s)
+	return s, nil
+}
+
+// openSession opens a session stream and waits for its session_start. The
+// stream outlives ctx, which bounds only the opening.
+func (c *Client) openSession(ctx context.Context) (*lifecycleSession, error) {
+	sctx, cancel := context.WithCancelCause(context.Background())
+	stopOpen := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	defer stopOpen()
+	res, err := c.openStream(sctx, http.MethodGet, c.cfg.SessionPath, nil)
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	u := res.Request.URL.Redacted()
+	r := newIdleReader(res.Body, c.idleTimeout(), cancel, u)
+	rd := NewSSEReader(r, c.cfg.MaxEventSize)
+	fail := func(err error) (*lifecycleSession, error) {
+		cancel(err)
+		rd.Close()
+		res.Body.Close()
+		return nil, err
+	}
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fail(ctx.Err())
+			}
+			return fail(fmt.Errorf("GET %s: the session stream ended before session_start: %w", u, err))
+		}
+		var p struct {
+			Type      string `json:"type"`
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal([]byte(ev.Data), &p) != nil || p.Type != "session_start" {
+			slog.Debug("lifecycle: ignoring an event before session_start", "url", u, "data", ev.Data)
+			continue
+		}
+		if p.SessionID == "" {
+			return fail(fmt.Errorf("GET %s: session_start without a sessionId", u))
+		}
+		r.stop() // between turns the stream may stay quiet for as long as it likes
+		s := &lifecycleSession{id: p.SessionID, url: u, cancel: cancel, rd: rd, done: make(chan struct{})}
+		go func() { <-s.done; rd.Close(); res.Body.Close() }()
+		return s, nil
+	}
+}
+
+// pump reads the session stream until it ends, handing each event to the
+// current turn, or dropping it between turns.
+func (c *Client) pump(s *lifecycleSession) {
+	defer close(s.done)
+	defer func() {
+		c.mu.Lock()
+		if c.sessions[s.id] == s {
+			delete(c.sessions, s.id)
+		}
+		c.mu.Unlock()
+	}()
+	for {
+		ev, err := s.rd.Next()
+		s.mu.Lock()
+		t := s.turn
+		if err != nil && s.err == nil {
+			s.err = err
+		}
+		if t == nil && err == nil && s.draining && lifecycleEnd(ev) {
+			s.draining = false
+		}
+		s.mu.Unlock()
+		if t != nil {
+			select {
+			case t.events <- streamItem{ev: ev, err: err}:
+			case <-t.done:
+			}
+		} else if err == nil {
+			slog.Debug("lifecycle: event outside a turn dropped", "session", s.id, "data", ev.Data)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// beginTurn makes t the session's current turn. A session can run one turn
+// at a time, like its server.
+func (s *lifecycleSession) beginTurn() (*lifecycleTurn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, fmt.Errorf("lifecycle dialog %s: %w: %v", s.id, ErrSessionClosed, s.err)
+	}
+	if s.turn != nil || s.draining {
+		return nil, fmt.Errorf("lifecycle dialog %s: %w: the previous message is still being answered", s.id, ErrDialogBusy)
+	}
+	t := &lifecycleTurn{events: make(chan streamItem), done: make(chan struct{})}
+	s.turn = t
+	return t, nil
+}
+
+// endTurn detaches t. An aborted turn keeps running upstream until its
+// message_end, so its remaining events are dropped until then.
+func (s *lifecycleSession) endTurn(t *lifecycleTurn, aborted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == t {
+		s.turn = nil
+		s.draining = aborted
+	}
+	close(t.done)
+}
+
+// close ends the session stream.
+func (s *lifecycleSession) close(cause error) {
+	s.cancel(cause)
+}
