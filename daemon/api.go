@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -28,6 +29,11 @@ type Config struct {
 	AutoApply    bool             // apply proposals as they arrive
 	NoWatch      bool             // do not start the fsnotify watcher
 	HTTPClient   *http.Client     // default: a client without an overall timeout
+
+	// Additions of the engine work (not in the first contract):
+	Header        http.Header   // extra headers for every upstream request (tests: fault injection)
+	WatchDebounce time.Duration // quiet time per path before the watcher re-validates; default 200ms
+	Logger        *slog.Logger  // default: discard
 }
 
 // Editor is what the engine asks of a front. A terminal front has no open

@@ -3,50 +3,229 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
 
 	"github.com/smith-dev/smith/protocol"
 )
 
-// CONTRACT FILE (see api.go). The engine work replaces these bodies.
+// CONTRACT FILE (see api.go): Engine, Peer and their lifetime. The turn,
+// change, dialog and session methods live in chat.go, changes.go, apply.go,
+// dialogs.go and session.go.
+
+// Defaults for Config.
+const (
+	DefaultMaxTurns      = 3
+	DefaultMaxMessage    = 5000
+	DefaultWatchDebounce = 200 * time.Millisecond
+)
 
 // Engine is the one engine of a workspace. It is safe for concurrent use by
 // any number of Peers. New starts it; Close stops the watcher and waits for
 // running turns to end.
 type Engine struct {
-	cfg Config
+	cfg    Config
+	ws     workspace
+	store  store
+	log    *slog.Logger
+	client *protocol.Client
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	turns  sync.WaitGroup // running Chat calls
+	watch  *watcher       // nil with NoWatch
+
+	// mu guards everything below and the on-disk state; it is never held
+	// while waiting on the network or on an Editor.
+	mu        sync.Mutex
+	st        *persisted
+	changes   map[string]*changeRecord
+	busy      map[string]string // dialog id -> turn id holding its single-flight lock
+	peers     map[*Peer]struct{}
+	running   int
+	dialogAPI *bool // nil: not probed yet
+	closed    bool
+
+	// applyMu serialises writes to workspace files (apply, reject, undo) so
+	// that "check the file, then write it" is not interleaved with another
+	// write of smith's.
+	applyMu sync.Mutex
 }
 
 // New opens (or creates) the workspace's state (journal, dialog index),
 // finishes or rolls back any interrupted apply, and starts the watcher.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
-	panic("daemon.New: not implemented yet")
+	ws, err := newWorkspace(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Workspace = ws.root
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
+	if cfg.WatchDebounce <= 0 {
+		cfg.WatchDebounce = DefaultWatchDebounce
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir, err := stateDirFor(cfg.StateDir, ws)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:     cfg,
+		ws:      ws,
+		store:   store{dir: dir},
+		log:     log.With("workspace", ws.root),
+		changes: map[string]*changeRecord{},
+		busy:    map[string]string{},
+		peers:   map[*Peer]struct{}{},
+	}
+	if e.st, err = e.store.load(ws); err != nil {
+		return nil, err
+	}
+	for _, c := range e.st.Changes {
+		e.changes[c.ID] = c
+	}
+	if err := e.recover(); err != nil {
+		return nil, err
+	}
+	if cfg.Upstream != "" {
+		e.client = protocol.NewClient(e.clientConfig())
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if !cfg.NoWatch {
+		w, err := newWatcher(e)
+		if err != nil {
+			e.cancel()
+			return nil, fmt.Errorf("start the file watcher (set NoWatch to run without it): %w", err)
+		}
+		e.watch = w
+	}
+	return e, nil
 }
 
-// Close stops the engine. Running turns are cancelled.
-func (e *Engine) Close() error { panic("not implemented yet") }
+// Close stops the engine. Running turns are cancelled; Close waits for
+// them to end and for the watcher to stop. Calling it twice is harmless.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.turns.Wait()
+	var err error
+	if e.watch != nil {
+		err = e.watch.close()
+	}
+	return err
+}
+
+// StateDir is the per-workspace folder holding the journal and dialog index.
+func (e *Engine) StateDir() string { return e.store.dir }
+
+// Workspace is the workspace root as configured (absolute).
+func (e *Engine) Workspace() string { return e.ws.root }
 
 // Peer is one front attached to the engine: an editor connection or the
 // CLI. Limits (concurrent turns) are per Peer; notifications go to its
 // Editor. Detach cancels the Peer's running turns.
-type Peer struct{}
+type Peer struct {
+	e  *Engine
+	ed Editor
+
+	// guarded by e.mu
+	turns map[string]context.CancelFunc // turn id -> cancel
+}
 
 // Attach registers a front. ed may be nil for a front without an editor.
-func (e *Engine) Attach(ed Editor) *Peer { panic("not implemented yet") }
+func (e *Engine) Attach(ed Editor) *Peer {
+	p := &Peer{e: e, ed: ed, turns: map[string]context.CancelFunc{}}
+	e.mu.Lock()
+	e.peers[p] = struct{}{}
+	e.mu.Unlock()
+	return p
+}
 
-// Detach unregisters p and cancels its turns.
-func (e *Engine) Detach(p *Peer) { panic("not implemented yet") }
+// Detach unregisters p and cancels its turns. It does not wait for them.
+func (e *Engine) Detach(p *Peer) {
+	e.mu.Lock()
+	delete(e.peers, p)
+	for _, cancel := range p.turns {
+		cancel()
+	}
+	e.mu.Unlock()
+}
 
-// Chat runs one turn: it resolves the dialog, takes the dialog's
-// single-flight lock (ErrDialogBusy at once when taken), checks the limits
-// (ErrTooManyTurns, ErrMessageTooLong), streams the upstream's events to
-// emit (stamped with dialogId, turnId, seq; emit is called from one
-// goroutine, in order) and records every change as a proposal. It returns
-// when the turn has ended; a cancelled ctx ends the turn "cancelled" with
-// the partial text kept. The returned error is non-nil only when no turn
-// was started (limits, busy) or the upstream was unreachable/refused the
-// request (then the turn still ended with an error event).
-func (e *Engine) Chat(ctx context.Context, p *Peer, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
-	panic("not implemented yet")
+// editor returns p's Editor, or a null one.
+func (p *Peer) editor() Editor {
+	if p == nil || p.ed == nil {
+		return noEditor{}
+	}
+	return p.ed
+}
+
+// noEditor is the Editor of a front without buffers (the CLI, a nil Peer).
+type noEditor struct{}
+
+func (noEditor) Document(string) ([]byte, int32, bool) { return nil, 0, false }
+func (noEditor) ApplyEdit(context.Context, string, []FileEdit) error {
+	return errors.New("no editor attached")
+}
+func (noEditor) Notify(Notification) {}
+
+// notifyAll sends n to every attached Peer's Editor. Called without e.mu.
+func (e *Engine) notifyAll(n Notification) {
+	e.mu.Lock()
+	eds := make([]Editor, 0, len(e.peers))
+	for p := range e.peers {
+		if p.ed != nil {
+			eds = append(eds, p.ed)
+		}
+	}
+	e.mu.Unlock()
+	for _, ed := range eds {
+		ed.Notify(n)
+	}
+}
+
+// document returns the text the user sees of abs: the open buffer of p's
+// editor, else of any attached editor, else nothing (open=false).
+func (e *Engine) document(p *Peer, abs string) (text []byte, version int32, ed Editor, open bool) {
+	if p != nil && p.ed != nil {
+		if t, v, ok := p.ed.Document(abs); ok {
+			return t, v, p.ed, true
+		}
+	}
+	e.mu.Lock()
+	eds := make([]Editor, 0, len(e.peers))
+	for q := range e.peers {
+		if q != p && q.ed != nil {
+			eds = append(eds, q.ed)
+		}
+	}
+	e.mu.Unlock()
+	for _, ed := range eds {
+		if t, v, ok := ed.Document(abs); ok {
+			return t, v, ed, true
+		}
+	}
+	return nil, 0, nil, false
 }
 
 // Dialog is a dialog as fronts list it.
@@ -59,79 +238,10 @@ type Dialog struct {
 	Busy      bool   `json:"busy,omitempty"`
 }
 
-// Dialogs lists dialogs: the upstream's when it has a dialog API
-// (AgentSmithy), else smith's local ones.
-func (e *Engine) Dialogs(ctx context.Context) ([]Dialog, error) { panic("not implemented yet") }
-
-// NewDialog creates a dialog and makes it current.
-func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
-	panic("not implemented yet")
-}
-
-// SelectDialog makes id the current dialog.
-func (e *Engine) SelectDialog(ctx context.Context, id string) error { panic("not implemented yet") }
-
-// RenameDialog sets a dialog's title.
-func (e *Engine) RenameDialog(ctx context.Context, id, title string) error {
-	panic("not implemented yet")
-}
-
-// DeleteDialog deletes a dialog (refused with ErrDialogBusy while a turn runs in it).
-func (e *Engine) DeleteDialog(ctx context.Context, id string) error { panic("not implemented yet") }
-
-// History returns a page of a dialog's history, newest last. before < 0
-// means the latest page. The raw upstream page is returned as JSON for
-// AgentSmithy; local dialogs return smith's own record.
-func (e *Engine) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
-	panic("not implemented yet")
-}
-
 // ChangeFilter selects changes; empty fields match everything.
 type ChangeFilter struct {
 	DialogID string
 	Status   string
-}
-
-// Changes lists change proposals, oldest first.
-func (e *Engine) Changes(f ChangeFilter) []Change { panic("not implemented yet") }
-
-// Preview returns the text before and after applying the given hunks (all
-// when hunks is empty) of a change.
-func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (*Preview, error) {
-	panic("not implemented yet")
-}
-
-// Apply applies the given hunks (all pending ones when empty) of a change:
-// through p's Editor when the file is open there, atomically on disk
-// otherwise. A stale buffer or a file changed since the plan is
-// ErrConflict (wrapped with the reason); nothing is written then.
-func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
-	panic("not implemented yet")
-}
-
-// Reject rejects hunks (all when empty) of a change. For a change already
-// written (applied, appliedUpstream) it reverse-applies exactly those hunks.
-func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
-	panic("not implemented yet")
-}
-
-// Undo restores the exact bytes from before the most recent apply of
-// changeID (the most recent apply of any change when empty); it refuses
-// with ErrConflict when the file changed since. Works across restarts.
-func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, error) {
-	panic("not implemented yet")
-}
-
-// Approve, Reset and Restore call the AgentSmithy session API of the
-// dialog (ErrUnsupported for other upstreams) and return its JSON answer.
-func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	panic("not implemented yet")
-}
-func (e *Engine) Reset(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	panic("not implemented yet")
-}
-func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error) {
-	panic("not implemented yet")
 }
 
 // Status describes the engine for `smith status` and smith/status.
@@ -147,6 +257,3 @@ type Status struct {
 	Pending       int             `json:"pendingChanges"`
 	StateDir      string          `json:"stateDir"`
 }
-
-// Status reports the engine's state; it probes the upstream's health.
-func (e *Engine) Status(ctx context.Context) Status { panic("not implemented yet") }

@@ -1,0 +1,339 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// The life cycle of a change (docs/engine.md draws it):
+//
+//	proposal ── plan ok ──> pending ──apply──> applied ──undo──> undone
+//	    │                     │  ▲   └─reject─> rejected          │
+//	    │                     │  └──re-anchored (watcher)         └─> pending hunks again
+//	    │                     └──file changed, no match──> conflict
+//	    ├── plan fails ──> conflict
+//	    ├── outside the workspace ──> rejected (+ violation event)
+//	    └── written by the upstream ── verified ──> appliedUpstream ──reject hunk──> rejected
+//	                                 └─ not on disk ──> conflict
+//
+// A change's status follows its hunks: pending while any hunk is pending,
+// else applied/appliedUpstream while any hunk is, else rejected. conflict
+// and stale are set on the whole change with a reason.
+
+// recordChange turns one change event into a change record. It returns a
+// violation message when the change targets a path outside the workspace.
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change) (*changeRecord, string) {
+	e.mu.Lock()
+	id := fmt.Sprintf("c%d", e.st.NextChange)
+	e.st.NextChange++
+	e.mu.Unlock()
+
+	c := &changeRecord{
+		Change: Change{ID: id, DialogID: dialog, TurnID: turnID, Path: src.Path, Kind: src.Kind, Hunks: []Hunk{}},
+		Src:    src,
+	}
+	if c.Kind == "" {
+		c.Kind = protocol.ChangeModify
+	}
+	if src.HasContent {
+		s := src.Content
+		c.Content = &s
+	}
+	var violation string
+	abs, rel, err := e.ws.resolve(src.Path)
+	if err == nil && src.OldPath != "" {
+		_, _, err = e.ws.resolve(src.OldPath)
+	}
+	switch {
+	case err != nil:
+		c.Status = StatusRejected
+		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
+		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (nothing was written)", id, src.Path, e.ws.root, err)
+	case src.AppliedUpstream:
+		c.Abs, c.Path = abs, rel
+		e.verifyUpstream(c)
+	default:
+		c.Abs, c.Path = abs, rel
+		text, exists, err := e.userText(p, abs)
+		if err != nil {
+			c.Status, c.Reason = StatusConflict, err.Error()
+			break
+		}
+		e.plan(c, text, exists)
+	}
+
+	e.mu.Lock()
+	e.changes[c.ID] = c
+	e.st.Changes = append(e.st.Changes, c)
+	err = e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	return c, violation
+}
+
+// userText is the text the user sees of abs: the open buffer (p's editor
+// first, then any attached one), else the file on disk.
+func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
+	if t, _, _, ok := e.document(p, abs); ok {
+		return t, true, nil
+	}
+	b, exists, err := readFile(abs)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", abs, err)
+	}
+	return b, exists, nil
+}
+
+// plan (re)plans a proposal against text and sets its hunks, status and
+// base hash. Hunks already applied or rejected keep their status. Called
+// without e.mu for a new record, with it held by no one else for an old one
+// (see revalidate).
+func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
+	c.BaseHash = contentHash(text, exists)
+	fp, err := planChange(c, text, exists)
+	if err != nil {
+		c.Status = StatusConflict
+		c.Reason = fmt.Sprintf("%s: %v", c.Path, err)
+		for i := range c.Hunks {
+			if c.Hunks[i].Status == StatusPending {
+				c.Hunks[i].Status = StatusConflict
+			}
+		}
+		return
+	}
+	prev := map[string]string{}
+	for _, h := range c.Hunks {
+		prev[h.ID] = h.Status
+	}
+	hunks := fp.hunks
+	for i := range hunks {
+		if s, ok := prev[hunks[i].ID]; ok && s != StatusPending && s != StatusConflict {
+			hunks[i].Status = s
+		}
+	}
+	c.Hunks = hunks
+	c.Reason = ""
+	c.Status = deriveStatus(c.Hunks, StatusPending)
+	if c.Status == StatusConflict {
+		c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
+	}
+	if c.Status == StatusPending && fp.noop {
+		c.Status = StatusStale
+		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
+	}
+}
+
+// deriveStatus computes a change's status from its hunks; empty is the
+// status of a change without hunks.
+func deriveStatus(hs []Hunk, empty string) string {
+	if len(hs) == 0 {
+		return empty
+	}
+	count := map[string]int{}
+	for _, h := range hs {
+		count[h.Status]++
+	}
+	switch {
+	case count[StatusConflict] > 0 && count[StatusPending] == 0 && count[StatusApplied] == 0 && count[StatusAppliedUpstream] == 0:
+		return StatusConflict
+	case count[StatusPending] > 0:
+		return StatusPending
+	case count[StatusConflict] > 0:
+		return StatusConflict
+	case count[StatusApplied] > 0:
+		return StatusApplied
+	case count[StatusAppliedUpstream] > 0:
+		return StatusAppliedUpstream
+	case count[StatusUndone] > 0:
+		return StatusUndone
+	}
+	return StatusRejected
+}
+
+func conflictReason(hs []Hunk) string {
+	var ids []string
+	for _, h := range hs {
+		if h.Status == StatusConflict {
+			ids = append(ids, h.ID)
+		}
+	}
+	return fmt.Sprintf("hunks %v no longer match the file; ask the agent to redo the change", ids)
+}
+
+func contentHash(b []byte, exists bool) string {
+	if !exists {
+		return "absent"
+	}
+	return hashBytes(b)
+}
+
+// verifyUpstream checks a change the upstream says it already wrote
+// against disk: the file must hold the post-image.
+func (e *Engine) verifyUpstream(c *changeRecord) {
+	disk, exists, err := readFile(c.Abs)
+	if err != nil {
+		c.Status, c.Reason = StatusConflict, fmt.Sprintf("read %s: %v", c.Path, err)
+		return
+	}
+	c.BaseHash = contentHash(disk, exists)
+	switch {
+	case c.Kind == protocol.ChangeDelete:
+		if exists {
+			c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported deleting %s, but it still exists", c.Path)
+			return
+		}
+		c.Status = StatusAppliedUpstream
+		return
+	case !exists:
+		c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported writing %s, but it does not exist", c.Path)
+		return
+	case c.Content != nil && !bytes.Equal(disk, []byte(*c.Content)):
+		c.Status, c.Reason = StatusConflict, fmt.Sprintf("%s does not hold the content the upstream reported writing (changed since?)", c.Path)
+		return
+	}
+	if c.Src.Diff == "" {
+		c.Status = StatusAppliedUpstream
+		return
+	}
+	hunks, err := verifyPostImage(c, disk)
+	if err != nil {
+		c.Status, c.Reason = StatusConflict, fmt.Sprintf("%s does not hold the upstream's post-image: %v", c.Path, err)
+		return
+	}
+	c.Hunks = hunks
+	c.Status = StatusAppliedUpstream
+}
+
+// view returns a copy of change id for the fronts, or nil.
+func (e *Engine) view(id string) *Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.changes[id]
+	if !ok {
+		return nil
+	}
+	v := c.Change
+	v.Hunks = slices.Clone(c.Hunks)
+	return &v
+}
+
+// Changes lists change proposals, oldest first.
+func (e *Engine) Changes(f ChangeFilter) []Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []Change{}
+	for _, c := range e.st.Changes {
+		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) {
+			v := c.Change
+			v.Hunks = slices.Clone(c.Hunks)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Change returns one change by id.
+func (e *Engine) Change(id string) (*Change, error) {
+	if v := e.view(id); v != nil {
+		return v, nil
+	}
+	return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+}
+
+// Preview returns the text before and after applying the given hunks (all
+// pending ones when hunks is empty) of a change, against the text the user
+// sees now. For a change already written it shows the file now and the
+// file with the given hunks reverse-applied.
+func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (*Preview, error) {
+	c, err := e.record(changeID)
+	if err != nil {
+		return nil, err
+	}
+	text, exists, err := e.userText(nil, c.Abs)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	snap := *c
+	snap.Hunks = slices.Clone(c.Hunks)
+	e.mu.Unlock()
+	if snap.Abs == "" {
+		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
+	}
+	var result []byte
+	var resExists bool
+	switch snap.Status {
+	case StatusAppliedUpstream, StatusApplied:
+		ids, err := selectHunks(&snap, hunks, StatusApplied, StatusAppliedUpstream)
+		if err != nil {
+			return nil, err
+		}
+		result, resExists, err = reverseHunks(&snap, text, ids)
+		if err != nil {
+			return nil, fmt.Errorf("preview %s: %w", changeID, err)
+		}
+	default:
+		fp, err := planChange(&snap, text, exists)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
+		snap.Hunks = fp.hunks
+		ids, err := selectHunks(&snap, hunks, StatusPending)
+		if err != nil {
+			return nil, err
+		}
+		result, resExists, err = fp.render(ids)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
+	}
+	_ = resExists
+	return &Preview{Path: snap.Path, Original: string(text), Result: string(result), Diff: unifiedDiff(snap.Path, text, result)}, nil
+}
+
+// record returns the change record id.
+func (e *Engine) record(id string) (*changeRecord, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.changes[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+	}
+	return c, nil
+}
+
+// selectHunks validates requested hunk ids of c (all hunks in one of the
+// given statuses when none are requested). A requested hunk in another
+// status is an error naming it.
+func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]string, error) {
+	if len(requested) == 0 {
+		var ids []string
+		for _, h := range c.Hunks {
+			if slices.Contains(statuses, h.Status) {
+				ids = append(ids, h.ID)
+			}
+		}
+		return ids, nil
+	}
+	for _, id := range requested {
+		i := slices.IndexFunc(c.Hunks, func(h Hunk) bool { return h.ID == id })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: change %s has no hunk %s", ErrUnknownChange, c.ID, id)
+		}
+		if !slices.Contains(statuses, c.Hunks[i].Status) {
+			return nil, fmt.Errorf("change %s hunk %s is %s; only %v hunks can be used here", c.ID, id, c.Hunks[i].Status, statuses)
+		}
+	}
+	return requested, nil
+}
+
+// saveLocked writes the state file. Called with e.mu held.
+func (e *Engine) saveLocked() error {
+	return e.store.save(e.st)
+}

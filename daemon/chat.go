@@ -1,0 +1,251 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// More errors of Chat (see api.go for the ones the fronts map to codes).
+var (
+	ErrEmptyMessage = errors.New("empty message")
+	ErrNoUpstream   = errors.New("no upstream configured")
+	ErrClosed       = errors.New("engine closed")
+)
+
+func (e *Engine) clientConfig() protocol.ClientConfig {
+	return protocol.ClientConfig{
+		BaseURL:      e.cfg.Upstream,
+		Dialect:      e.cfg.Dialect,
+		HTTPClient:   e.cfg.HTTPClient,
+		Token:        e.cfg.Token,
+		Header:       e.cfg.Header,
+		MaxEventSize: e.cfg.MaxEventSize,
+		IdleTimeout:  e.cfg.IdleTimeout,
+	}
+}
+
+// Chat runs one turn: it checks the limits (ErrMessageTooLong,
+// ErrTooManyTurns), resolves the dialog, takes the dialog's single-flight
+// lock (ErrDialogBusy at once when taken), streams the upstream's events to
+// emit (stamped with dialogId, turnId and a per-turn seq; emit is called
+// from one goroutine, in order) and records every change as a proposal. It
+// returns when the turn has ended; a cancelled ctx (or Detach, or Close)
+// ends the turn "cancelled" with the partial text kept. The returned error
+// is non-nil only when no turn was started (limits, busy, no dialog) or the
+// upstream was unreachable/refused the request; in the latter case the turn
+// still ended with an error event and turnEnd, and the result is returned
+// too.
+func (e *Engine) Chat(ctx context.Context, p *Peer, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
+	if emit == nil {
+		emit = func(protocol.Event) {}
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		return nil, fmt.Errorf("%w: type a message to send", ErrEmptyMessage)
+	}
+	if n := utf8.RuneCountInString(req.Message); n > e.cfg.MaxMessage {
+		return nil, fmt.Errorf("%w: %d characters, the limit is %d (shorten or split the message, or raise max_message)", ErrMessageTooLong, n, e.cfg.MaxMessage)
+	}
+	if e.client == nil {
+		return nil, fmt.Errorf("%w: set the upstream URL (flag --upstream or SMITH_UPSTREAM)", ErrNoUpstream)
+	}
+	t, err := e.reserveTurn(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer e.endTurn(t)
+
+	dialog, err := e.turnDialog(t.ctx, req.DialogID)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.lockDialog(t, dialog); err != nil {
+		return nil, err
+	}
+	return e.runTurn(t, req, emit)
+}
+
+// turn is one running Chat.
+type turn struct {
+	id     string
+	peer   *Peer
+	ctx    context.Context
+	cancel context.CancelFunc
+	dialog string // "" until known; then the key of its single-flight lock
+	lock   string // the busy-map key this turn holds ("" = none)
+	seq    int64
+	result *ChatResult
+}
+
+// reserveTurn takes one of p's turn slots and a turn id.
+func (e *Engine) reserveTurn(ctx context.Context, p *Peer) (*turn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if p != nil && len(p.turns) >= e.cfg.MaxTurns {
+		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d (wait for one to end or cancel it)", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
+	}
+	id := fmt.Sprintf("t%d", e.st.NextTurn)
+	e.st.NextTurn++
+	tctx, cancel := context.WithCancel(ctx)
+	// Close cancels every turn: tie the turn to the engine's life as well.
+	stop := context.AfterFunc(e.ctx, cancel)
+	t := &turn{id: id, peer: p, ctx: tctx, cancel: func() { stop(); cancel() }}
+	if p != nil {
+		p.turns[id] = cancel
+	}
+	e.running++
+	e.turns.Add(1)
+	return t, nil
+}
+
+// endTurn releases the turn's slot and dialog lock.
+func (e *Engine) endTurn(t *turn) {
+	e.mu.Lock()
+	if t.peer != nil {
+		delete(t.peer.turns, t.id)
+	}
+	if t.lock != "" && e.busy[t.lock] == t.id {
+		delete(e.busy, t.lock)
+	}
+	e.running--
+	err := e.saveLocked() // NextTurn and any changes recorded
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	t.cancel()
+	e.turns.Done()
+}
+
+// lockDialog takes dialog's single-flight lock for t, or fails at once.
+// An empty dialog (to be learnt from the stream) is locked under a key of
+// the turn's own until the stream names it.
+func (e *Engine) lockDialog(t *turn, dialog string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := dialog
+	if key == "" {
+		key = "turn:" + t.id
+	}
+	if other, ok := e.busy[key]; ok {
+		return fmt.Errorf("%w: dialog %s is running turn %s (wait for it to end, cancel it, or use another dialog)", ErrDialogBusy, dialog, other)
+	}
+	e.busy[key] = t.id
+	t.lock, t.dialog = key, dialog
+	return nil
+}
+
+// learnDialog moves a turn that started without a dialog id onto the one
+// the stream named. When that dialog is busy with another turn the turn
+// keeps its own key (the upstream accepted both) and the clash is logged.
+func (e *Engine) learnDialog(t *turn, dialog string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t.dialog = dialog
+	if other, ok := e.busy[dialog]; ok && other != t.id {
+		e.log.Warn("upstream ran two turns in one dialog", "dialog", dialog, "turn", t.id, "other", other)
+		return
+	}
+	delete(e.busy, t.lock)
+	e.busy[dialog] = t.id
+	t.lock = dialog
+	if e.st.CurrentDialog == "" {
+		e.st.CurrentDialog = dialog
+	}
+}
+
+// runTurn streams the turn and records its changes.
+func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
+	res := &ChatResult{DialogID: t.dialog, TurnID: t.id, Changes: []string{}}
+	t.result = res
+	sawEnd := false
+	out := func(ev protocol.Event) {
+		if sawEnd {
+			return // nothing after turnEnd, whatever the source
+		}
+		t.seq++
+		ev.Seq = t.seq
+		ev.TurnID = t.id
+		ev.DialogID = t.dialog
+		if ev.Type == protocol.KindTurnEnd {
+			sawEnd = true
+		}
+		emit(ev)
+	}
+	handle := func(ev protocol.Event) {
+		if t.dialog == "" && ev.DialogID != "" {
+			e.learnDialog(t, ev.DialogID)
+			res.DialogID = ev.DialogID
+		}
+		out(ev)
+		if ev.Type == protocol.KindChange && ev.Change != nil {
+			e.onChange(t, *ev.Change, out)
+		}
+	}
+	preq := protocol.ChatRequest{DialogID: t.dialog, TurnID: t.id, Message: req.Message, Context: req.Context}
+	local := t.dialog != "" && !e.hasDialogAPI(t.ctx)
+	if local {
+		preq.History = e.localHistory(t.dialog)
+	}
+	sum, err := e.client.Chat(t.ctx, preq, handle)
+	if local && sum != nil {
+		e.recordLocalTurn(t.dialog, req.Message, sum.Text)
+	}
+	if !sawEnd {
+		// The client promises a turnEnd; keep the engine's promise even if
+		// it did not.
+		reason := "the turn ended without a turnEnd"
+		if err != nil {
+			reason = err.Error()
+		}
+		out(protocol.Event{Type: protocol.KindTurnEnd, TurnEnd: &protocol.TurnEnd{Outcome: protocol.OutcomeError, Reason: reason}})
+	}
+	if sum != nil {
+		res.Summary = sum
+		res.Outcome = sum.Outcome
+		res.Text = sum.Text
+		if res.DialogID == "" {
+			res.DialogID = sum.DialogID
+		}
+	} else {
+		res.Outcome = protocol.OutcomeError
+	}
+	if err != nil && t.ctx.Err() != nil {
+		// A cancelled turn is an outcome, not a failure to start.
+		err = nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("turn %s: %w", t.id, err)
+	}
+	return res, nil
+}
+
+// onChange records a change event of t as a proposal (or as a change the
+// upstream already wrote), announces it, and applies it when AutoApply is
+// set.
+func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)) {
+	c, violation := e.recordChange(t.peer, t.dialog, t.id, src)
+	t.result.Changes = append(t.result.Changes, c.ID)
+	if violation != "" {
+		out(protocol.Event{Type: protocol.KindViolation, Violation: &protocol.Violation{
+			Kind: "outsideWorkspace", Message: violation, EventIndex: -1,
+		}})
+	}
+	view := e.view(c.ID)
+	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: view})
+	if view != nil && view.Status == StatusAppliedUpstream {
+		e.notifyAll(Notification{Kind: NoteFileChanged, Path: c.Abs})
+	}
+	if e.cfg.AutoApply && view != nil && view.Status == StatusPending {
+		if _, err := e.Apply(t.ctx, t.peer, c.ID, nil); err != nil {
+			e.log.Warn("auto-apply", "change", c.ID, "err", err)
+		}
+	}
+}

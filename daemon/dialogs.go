@@ -1,0 +1,315 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// Dialogs live in one of two places. An upstream with a dialog API
+// (AgentSmithy v1/v2) owns them: the engine lists, creates and selects them
+// there and only remembers which one is current. Every other upstream gets
+// local dialogs: ids made here, kept in the state file with their messages
+// (sent as history to dialects whose server keeps none).
+
+// localDialog is a dialog smith keeps itself.
+type localDialog struct {
+	Dialog
+	Messages []protocol.HistoryMessage `json:"messages"`
+}
+
+func newDialogID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// turnDialog resolves the dialog of a turn: the requested one, else the
+// current one, else a new one (created upstream when the upstream has a
+// dialog API, so that its id is known before the stream). It returns ""
+// only when the upstream has a dialog API that failed to answer: the turn
+// then learns its dialog from the stream's first event.
+func (e *Engine) turnDialog(ctx context.Context, requested string) (string, error) {
+	if e.hasDialogAPI(ctx) {
+		if requested != "" {
+			return requested, nil
+		}
+		e.mu.Lock()
+		cur := e.st.CurrentDialog
+		e.mu.Unlock()
+		if cur != "" {
+			return cur, nil
+		}
+		id, err := e.upstreamCurrentOrNew(ctx)
+		if err != nil {
+			e.log.Warn("no dialog id before the stream; learning it from the first event", "err", err)
+			return "", nil
+		}
+		e.setCurrent(id)
+		return id, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if requested != "" {
+		if e.localDialog(requested) == nil {
+			return "", fmt.Errorf("%w: %s (list dialogs with `smith dialogs`)", ErrUnknownDialog, requested)
+		}
+		return requested, nil
+	}
+	if cur := e.st.CurrentDialog; cur != "" && e.localDialog(cur) != nil {
+		return cur, nil
+	}
+	d := e.newLocalDialog("")
+	return d.ID, nil
+}
+
+// localDialog returns the local dialog id, or nil. Called with e.mu held.
+func (e *Engine) localDialog(id string) *localDialog {
+	for _, d := range e.st.Dialogs {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// newLocalDialog creates a local dialog and makes it current. Called with
+// e.mu held.
+func (e *Engine) newLocalDialog(title string) *localDialog {
+	t := now()
+	d := &localDialog{Dialog: Dialog{ID: newDialogID(), Title: title, CreatedAt: t, UpdatedAt: t}, Messages: []protocol.HistoryMessage{}}
+	e.st.Dialogs = append(e.st.Dialogs, d)
+	e.st.CurrentDialog = d.ID
+	return d
+}
+
+func (e *Engine) setCurrent(id string) {
+	e.mu.Lock()
+	e.st.CurrentDialog = id
+	err := e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+}
+
+// history returns the messages of a local dialog to send with a turn.
+func (e *Engine) localHistory(id string) []protocol.HistoryMessage {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d := e.localDialog(id); d != nil {
+		return slices.Clone(d.Messages)
+	}
+	return nil
+}
+
+// recordLocalTurn appends a finished turn to a local dialog.
+func (e *Engine) recordLocalTurn(id, message, answer string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.localDialog(id)
+	if d == nil {
+		return
+	}
+	d.Messages = append(d.Messages, protocol.HistoryMessage{Role: "user", Content: message})
+	if answer != "" {
+		d.Messages = append(d.Messages, protocol.HistoryMessage{Role: "assistant", Content: answer})
+	}
+	d.UpdatedAt = now()
+}
+
+// Dialogs lists dialogs: the upstream's when it has a dialog API
+// (AgentSmithy), else smith's local ones, most recently updated first.
+func (e *Engine) Dialogs(ctx context.Context) ([]Dialog, error) {
+	var ds []Dialog
+	if e.hasDialogAPI(ctx) {
+		var err error
+		if ds, err = e.upstreamDialogs(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		e.mu.Lock()
+		for _, d := range e.st.Dialogs {
+			ds = append(ds, d.Dialog)
+		}
+		e.mu.Unlock()
+		slices.SortStableFunc(ds, func(a, b Dialog) int { return -compareStrings(a.UpdatedAt, b.UpdatedAt) })
+	}
+	e.mu.Lock()
+	for i := range ds {
+		ds[i].Current = ds[i].ID == e.st.CurrentDialog
+		_, ds[i].Busy = e.busy[ds[i].ID]
+	}
+	e.mu.Unlock()
+	return ds, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// NewDialog creates a dialog and makes it current.
+func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
+	if e.hasDialogAPI(ctx) {
+		d, err := e.upstreamNewDialog(ctx, title)
+		if err != nil {
+			return Dialog{}, err
+		}
+		e.setCurrent(d.ID)
+		d.Current = true
+		return d, nil
+	}
+	e.mu.Lock()
+	d := e.newLocalDialog(title)
+	err := e.saveLocked()
+	e.mu.Unlock()
+	out := d.Dialog
+	out.Current = true
+	return out, err
+}
+
+// SelectDialog makes id the current dialog.
+func (e *Engine) SelectDialog(ctx context.Context, id string) error {
+	if e.hasDialogAPI(ctx) {
+		if err := e.upstreamSelectDialog(ctx, id); err != nil {
+			return err
+		}
+		e.setCurrent(id)
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.localDialog(id) == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
+	}
+	e.st.CurrentDialog = id
+	return e.saveLocked()
+}
+
+// RenameDialog sets a dialog's title.
+func (e *Engine) RenameDialog(ctx context.Context, id, title string) error {
+	if e.hasDialogAPI(ctx) {
+		return e.upstreamRenameDialog(ctx, id, title)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := e.localDialog(id)
+	if d == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
+	}
+	d.Title, d.UpdatedAt = title, now()
+	return e.saveLocked()
+}
+
+// DeleteDialog deletes a dialog (refused with ErrDialogBusy while a turn
+// runs in it). The changes recorded for it stay in the journal: undo must
+// keep working.
+func (e *Engine) DeleteDialog(ctx context.Context, id string) error {
+	e.mu.Lock()
+	_, busy := e.busy[id]
+	e.mu.Unlock()
+	if busy {
+		return fmt.Errorf("%w: cannot delete dialog %s while a turn runs in it (cancel the turn first)", ErrDialogBusy, id)
+	}
+	if e.hasDialogAPI(ctx) {
+		if err := e.upstreamDeleteDialog(ctx, id); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		if e.st.CurrentDialog == id {
+			e.st.CurrentDialog = ""
+		}
+		err := e.saveLocked()
+		e.mu.Unlock()
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := slices.IndexFunc(e.st.Dialogs, func(d *localDialog) bool { return d.ID == id })
+	if i < 0 {
+		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
+	}
+	e.st.Dialogs = slices.Delete(e.st.Dialogs, i, i+1)
+	if e.st.CurrentDialog == id {
+		e.st.CurrentDialog = ""
+	}
+	return e.saveLocked()
+}
+
+// History returns a page of a dialog's history, newest last. before < 0
+// means the latest page. AgentSmithy's raw page is returned as is; a local
+// dialog returns {"dialog_id", "events": [{"type": "user"|"chat", "idx",
+// "content"}], "total_events", "has_more", "first_idx", "last_idx"} in the
+// same shape.
+func (e *Engine) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	if e.hasDialogAPI(ctx) {
+		return e.upstreamHistory(ctx, id, limit, before)
+	}
+	e.mu.Lock()
+	d := e.localDialog(id)
+	var msgs []protocol.HistoryMessage
+	if d != nil {
+		msgs = slices.Clone(d.Messages)
+	}
+	e.mu.Unlock()
+	if d == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownDialog, id)
+	}
+	return localHistoryPage(id, msgs, limit, before)
+}
+
+type historyEvent struct {
+	Type    string `json:"type"`
+	Idx     int    `json:"idx"`
+	Content string `json:"content"`
+}
+
+type historyPage struct {
+	DialogID    string         `json:"dialog_id"`
+	Events      []historyEvent `json:"events"`
+	TotalEvents int            `json:"total_events"`
+	HasMore     bool           `json:"has_more"`
+	FirstIdx    int            `json:"first_idx"`
+	LastIdx     int            `json:"last_idx"`
+}
+
+func localHistoryPage(id string, msgs []protocol.HistoryMessage, limit, before int) (json.RawMessage, error) {
+	end := len(msgs)
+	if before >= 0 && before < end {
+		end = before
+	}
+	start := max(0, end-limit)
+	p := historyPage{DialogID: id, Events: []historyEvent{}, TotalEvents: len(msgs), HasMore: start > 0}
+	for i := start; i < end; i++ {
+		typ := "chat"
+		if msgs[i].Role == "user" {
+			typ = "user"
+		}
+		p.Events = append(p.Events, historyEvent{Type: typ, Idx: i, Content: msgs[i].Content})
+	}
+	if len(p.Events) > 0 {
+		p.FirstIdx, p.LastIdx = start, end-1
+	}
+	return json.Marshal(p)
+}
+
+// errNoDialogAPI marks upstreams without AgentSmithy's dialog API.
+var errNoDialogAPI = errors.New("the upstream has no dialog API")

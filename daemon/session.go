@@ -1,0 +1,285 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// This file is the engine's use of the AgentSmithy REST API: whether the
+// upstream has dialogs, the dialog calls, and the session calls (approve,
+// reset, restore) plus the health probe of Status.
+
+// hasDialogAPI reports whether the upstream keeps dialogs itself
+// (AgentSmithy v1/v2). The answer is probed once with GET
+// /api/dialogs/current and remembered; an unreachable upstream is not an
+// answer and is probed again next time (false meanwhile).
+func (e *Engine) hasDialogAPI(ctx context.Context) bool {
+	if e.client == nil {
+		return false
+	}
+	if d := e.cfg.Dialect; d != protocol.DialectAuto && d != protocol.DialectAgentSmithy {
+		return false
+	}
+	e.mu.Lock()
+	known := e.dialogAPI
+	e.mu.Unlock()
+	if known != nil {
+		return *known
+	}
+	_, err := e.client.CurrentDialog(ctx)
+	var yes bool
+	switch {
+	case err == nil:
+		yes = true
+	case errors.Is(err, protocol.ErrUnreachable), ctx.Err() != nil:
+		return false
+	}
+	e.mu.Lock()
+	e.dialogAPI = &yes
+	e.mu.Unlock()
+	return yes
+}
+
+// upstreamCurrentOrNew returns the upstream's current dialog, creating one
+// (made current) when there is none.
+func (e *Engine) upstreamCurrentOrNew(ctx context.Context) (string, error) {
+	cur, err := e.client.CurrentDialog(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ask the upstream for its current dialog: %w", err)
+	}
+	if cur.ID != "" {
+		return cur.ID, nil
+	}
+	id, err := e.client.CreateDialog(ctx, "", true)
+	if err != nil {
+		return "", fmt.Errorf("create a dialog upstream: %w", err)
+	}
+	return id, nil
+}
+
+func (e *Engine) upstreamDialogs(ctx context.Context) ([]Dialog, error) {
+	l, err := e.client.ListDialogs(ctx, protocol.ListDialogsOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list dialogs: %w", err)
+	}
+	ds := make([]Dialog, 0, len(l.Dialogs))
+	for _, m := range l.Dialogs {
+		ds = append(ds, Dialog{ID: m.ID, Title: m.Title, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt})
+	}
+	e.mu.Lock()
+	if e.st.CurrentDialog == "" && l.CurrentDialogID != "" {
+		e.st.CurrentDialog = l.CurrentDialogID
+	}
+	e.mu.Unlock()
+	return ds, nil
+}
+
+func (e *Engine) upstreamNewDialog(ctx context.Context, title string) (Dialog, error) {
+	id, err := e.client.CreateDialog(ctx, title, true)
+	if err != nil {
+		return Dialog{}, fmt.Errorf("create a dialog: %w", err)
+	}
+	d := Dialog{ID: id, Title: title}
+	if m, err := e.client.Dialog(ctx, id); err == nil {
+		d.CreatedAt, d.UpdatedAt = m.CreatedAt, m.UpdatedAt
+	}
+	return d, nil
+}
+
+func (e *Engine) upstreamSelectDialog(ctx context.Context, id string) error {
+	if _, err := e.client.Dialog(ctx, id); err != nil {
+		if errors.Is(err, protocol.ErrNotFound) {
+			return fmt.Errorf("%w: %s (list dialogs with `smith dialogs`)", ErrUnknownDialog, id)
+		}
+		return fmt.Errorf("select dialog %s: %w", id, err)
+	}
+	if err := e.client.SetCurrentDialog(ctx, id); err != nil {
+		return fmt.Errorf("select dialog %s: %w", id, err)
+	}
+	return nil
+}
+
+func (e *Engine) upstreamRenameDialog(ctx context.Context, id, title string) error {
+	if err := e.client.RenameDialog(ctx, id, title); err != nil {
+		return fmt.Errorf("rename dialog %s: %w", id, err)
+	}
+	return nil
+}
+
+func (e *Engine) upstreamDeleteDialog(ctx context.Context, id string) error {
+	if err := e.client.DeleteDialog(ctx, id); err != nil {
+		return fmt.Errorf("delete dialog %s: %w", id, err)
+	}
+	return nil
+}
+
+func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+	o := protocol.HistoryOptions{Limit: limit}
+	if before >= 0 {
+		o.Before = &before
+	}
+	p, err := e.client.History(ctx, id, o)
+	if err != nil {
+		if errors.Is(err, protocol.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownDialog, id)
+		}
+		return nil, fmt.Errorf("history of dialog %s: %w", id, err)
+	}
+	return json.Marshal(p)
+}
+
+// sessionDialog is the dialog a session call acts on: the given one, else
+// the current one.
+func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
+	if !e.hasDialogAPI(ctx) {
+		return "", fmt.Errorf("%w: approve, reset and restore need an AgentSmithy upstream with sessions", ErrUnsupported)
+	}
+	if id != "" {
+		return id, nil
+	}
+	e.mu.Lock()
+	id = e.st.CurrentDialog
+	e.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	cur, err := e.client.CurrentDialog(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ask the upstream for its current dialog: %w", err)
+	}
+	if cur.ID == "" {
+		return "", fmt.Errorf("%w: there is no current dialog; name one", ErrUnknownDialog)
+	}
+	return cur.ID, nil
+}
+
+// Approve accepts the dialog's session (AgentSmithy POST
+// /api/dialogs/{id}/approve) and returns its JSON answer.
+func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	id, err := e.sessionDialog(ctx, dialogID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.client.Approve(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("approve dialog %s: %w", id, err)
+	}
+	return json.Marshal(r)
+}
+
+// Reset abandons the dialog's session: the upstream restores the files to
+// the approved state. Every peer is told that the files the session had
+// changed were written behind its back.
+func (e *Engine) Reset(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	id, err := e.sessionDialog(ctx, dialogID)
+	if err != nil {
+		return nil, err
+	}
+	files := e.sessionFiles(ctx, id)
+	r, err := e.client.Reset(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reset dialog %s: %w", id, err)
+	}
+	e.filesRewritten(files)
+	return json.Marshal(r)
+}
+
+// Restore rolls the workspace back to a checkpoint of the dialog and tells
+// every peer which files changed.
+func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error) {
+	id, err := e.sessionDialog(ctx, dialogID)
+	if err != nil {
+		return nil, err
+	}
+	if checkpoint == "" {
+		return nil, errors.New("restore needs a checkpoint id (the user event of each turn carries one; see the dialog's history)")
+	}
+	before := e.sessionFiles(ctx, id)
+	r, err := e.client.Restore(ctx, id, checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("restore dialog %s to %s: %w", id, checkpoint, err)
+	}
+	e.filesRewritten(append(before, e.sessionFiles(ctx, id)...))
+	return json.Marshal(r)
+}
+
+// sessionFiles lists the absolute paths the dialog's open session changed
+// (best effort: an error yields none).
+func (e *Engine) sessionFiles(ctx context.Context, id string) []string {
+	s, err := e.client.SessionStatus(ctx, id)
+	if err != nil {
+		e.log.Debug("session status", "dialog", id, "err", err)
+		return nil
+	}
+	var out []string
+	for _, f := range s.ChangedFiles {
+		if abs, _, err := e.ws.resolve(f.Path); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// filesRewritten tells every peer that the files changed on disk (an empty
+// list means "anything may have changed": one notification without a
+// path) and re-validates pending changes.
+func (e *Engine) filesRewritten(files []string) {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if !seen[f] {
+			seen[f] = true
+			e.notifyAll(Notification{Kind: NoteFileChanged, Path: f})
+		}
+	}
+	if len(files) == 0 {
+		e.notifyAll(Notification{Kind: NoteFileChanged})
+	}
+	e.revalidateAll()
+}
+
+// Status reports the engine's state; it probes the upstream's health.
+func (e *Engine) Status(ctx context.Context) Status {
+	e.mu.Lock()
+	s := Status{
+		Workspace:     e.ws.root,
+		Upstream:      e.cfg.Upstream,
+		Dialect:       string(e.cfg.Dialect),
+		CurrentDialog: e.st.CurrentDialog,
+		RunningTurns:  e.running,
+		StateDir:      e.store.dir,
+	}
+	for _, c := range e.st.Changes {
+		if c.Status == StatusPending {
+			s.Pending++
+		}
+	}
+	e.mu.Unlock()
+	if s.Dialect == "" {
+		s.Dialect = "auto"
+	}
+	if e.client == nil {
+		s.Error = ErrNoUpstream.Error()
+		return s
+	}
+	h, err := e.client.Health(ctx)
+	switch {
+	case err == nil:
+		s.Reachable = true
+		s.Server, _ = json.Marshal(h)
+	case errors.Is(err, protocol.ErrUnreachable):
+		s.Error = err.Error()
+	default:
+		// An answer that is not AgentSmithy's health (404 from another
+		// dialect's server) still proves the server is there.
+		var he *protocol.HTTPError
+		s.Reachable = errors.As(err, &he)
+		if !s.Reachable {
+			s.Error = err.Error()
+		}
+	}
+	return s
+}

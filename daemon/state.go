@@ -1,0 +1,211 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// stateVersion is the layout version of state.json; a newer file is refused
+// rather than half-understood.
+const stateVersion = 1
+
+// stateDirFor returns the per-workspace state folder under root:
+// root/<first 16 hex digits of sha256(resolved workspace path)>. Keying by the
+// resolved path makes two spellings of one workspace share their journal.
+func stateDirFor(root string, ws workspace) (string, error) {
+	if root == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+			root = filepath.Join(x, "smith")
+		} else {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("state directory: %w (set Config.StateDir or XDG_STATE_HOME)", err)
+			}
+			root = filepath.Join(home, ".local", "state", "smith")
+		}
+	}
+	sum := sha256.Sum256([]byte(ws.resolved))
+	return filepath.Join(root, hex.EncodeToString(sum[:8])), nil
+}
+
+// persisted is the whole of state.json: the change record (with what undo
+// needs) and the local dialog index. It is rewritten atomically (temp file +
+// rename inside the state folder) after every mutation; it is small because
+// file bytes live in content-addressed blobs beside it.
+type persisted struct {
+	Version       int             `json:"version"`
+	Workspace     string          `json:"workspace"`
+	NextChange    int             `json:"nextChange"`
+	NextTurn      int             `json:"nextTurn"`
+	NextUndo      int             `json:"nextUndo"`
+	CurrentDialog string          `json:"currentDialog,omitempty"`
+	Dialogs       []*localDialog  `json:"dialogs"` // local dialogs (upstreams without a dialog API)
+	Changes       []*changeRecord `json:"changes"`
+	Undo          []*undoRecord   `json:"undo"`
+}
+
+// changeRecord is a Change plus what the engine needs to re-plan it.
+type changeRecord struct {
+	Change
+	Src      protocol.Change `json:"src"`      // the change as the stream carried it
+	Abs      string          `json:"abs"`      // absolute target under the configured root
+	Content  *string         `json:"content"`  // whole new content when known (write_to_file)
+	BaseHash string          `json:"baseHash"` // sha256 of the text the hunks were planned against
+}
+
+// Undo record states.
+const (
+	undoPending = "pending" // written before the file; a crash leaves it to be resolved at start
+	undoDone    = "done"    // the write happened; Undo may restore Before
+	undoUndone  = "undone"  // Undo restored Before
+	undoFailed  = "failed"  // the write did not happen
+)
+
+// undoRecord is one write smith made to a file (an apply, or the
+// reverse-apply of a rejected hunk): enough to restore the exact bytes from
+// before it, and to tell whether the file changed since.
+type undoRecord struct {
+	Seq      int               `json:"seq"`
+	ChangeID string            `json:"changeId"`
+	Action   string            `json:"action"` // "apply" | "reject"
+	Path     string            `json:"path"`   // absolute
+	Rel      string            `json:"rel"`
+	Via      string            `json:"via"` // "disk" | "editor"
+	At       string            `json:"at"`
+	Before   blobRef           `json:"before"`
+	After    blobRef           `json:"after"`
+	State    string            `json:"state"`
+	Prev     map[string]string `json:"prevHunks"`  // hunk statuses before the write
+	PrevStat string            `json:"prevStatus"` // change status before the write
+}
+
+// blobRef names file content: absent, or the sha256 of bytes kept in blobs/.
+type blobRef struct {
+	Exists bool   `json:"exists"`
+	Hash   string `json:"hash,omitempty"`
+}
+
+func hashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// store is the on-disk state of one workspace. It is not safe for
+// concurrent use; the Engine serialises access under its mutex.
+type store struct {
+	dir string
+}
+
+func (s store) statePath() string { return filepath.Join(s.dir, "state.json") }
+func (s store) blobPath(h string) string {
+	return filepath.Join(s.dir, "blobs", h[:2], h)
+}
+
+// TxnDir is where diffapply keeps its multi-file transaction journal.
+func (s store) txnDir() string { return filepath.Join(s.dir, "txn") }
+
+func (s store) load(ws workspace) (*persisted, error) {
+	if err := os.MkdirAll(filepath.Join(s.dir, "blobs"), 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", s.dir, err)
+	}
+	b, err := os.ReadFile(s.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return &persisted{Version: stateVersion, Workspace: ws.root, NextChange: 1, NextTurn: 1, NextUndo: 1}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var p persisted
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("state file %s is corrupt: %w (move it away to start afresh; undo history is lost then)", s.statePath(), err)
+	}
+	if p.Version > stateVersion {
+		return nil, fmt.Errorf("state file %s has version %d; this smith understands %d (upgrade smith)", s.statePath(), p.Version, stateVersion)
+	}
+	return &p, nil
+}
+
+func (s store) save(p *persisted) error {
+	b, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	return writeAtomic(s.statePath(), b, 0o600)
+}
+
+// putBlob stores b under its hash (idempotent) and returns the reference.
+func (s store) putBlob(b []byte, exists bool) (blobRef, error) {
+	if !exists {
+		return blobRef{}, nil
+	}
+	h := hashBytes(b)
+	p := s.blobPath(h)
+	if _, err := os.Stat(p); err == nil {
+		return blobRef{Exists: true, Hash: h}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return blobRef{}, fmt.Errorf("blob store: %w", err)
+	}
+	if err := writeAtomic(p, b, 0o600); err != nil {
+		return blobRef{}, err
+	}
+	return blobRef{Exists: true, Hash: h}, nil
+}
+
+func (s store) getBlob(r blobRef) ([]byte, error) {
+	if !r.Exists {
+		return nil, nil
+	}
+	b, err := os.ReadFile(s.blobPath(r.Hash))
+	if err != nil {
+		return nil, fmt.Errorf("undo journal blob %s: %w", r.Hash[:12], err)
+	}
+	if hashBytes(b) != r.Hash {
+		return nil, fmt.Errorf("undo journal blob %s is damaged", r.Hash[:12])
+	}
+	return b, nil
+}
+
+// writeAtomic writes a file of smith's own state: temp file in the same
+// folder, fsync, rename.
+func writeAtomic(path string, b []byte, perm fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, perm)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// matches reports whether content (present or not) is what r names.
+func (r blobRef) matches(b []byte, exists bool) bool {
+	if r.Exists != exists {
+		return false
+	}
+	return !exists || hashBytes(b) == r.Hash
+}
