@@ -137,7 +137,8 @@ type Citation struct {
 // line, AgentSmithy's classification or user echo (with checkpoint), an
 // oracle system limit warning, a lifecycle table/plot/thumbnail result.
 type Notice struct {
-	Kind       string          `json:"kind"` // "status", "classification", "user", "system", "table", "plot", "thumbnail", "summary", ...
+	Kind       string          `json:"kind"`           // "status", "classification", "user", "system", "table", "plot", "thumbnail", "summary", ...
+	Code       string          `json:"code,omitempty"` // a sub-kind: oracle system_type, lifecycle status
 	Message    string          `json:"message,omitempty"`
 	Checkpoint string          `json:"checkpoint,omitempty"`
 	Session    string          `json:"session,omitempty"`

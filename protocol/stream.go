@@ -75,6 +75,42 @@ type ChangeSummary struct {
 // turn. It never returns early without a turnEnd: a cancelled ctx ends the
 // turn OutcomeCancelled (partial text kept), a cut body or an idle timeout
 // ends it OutcomeInterrupted. emit is called from the calling goroutine.
+//
+// After the terminal event ReadTurn keeps reading until the body ends (at
+// most terminalGrace of silence), so that events the upstream sends after
+// it are reported as violations before the turnEnd.
+//
+// ReadTurn does not close body. When ctx can be cancelled or an idle
+// timeout is set, a goroutine reads body; if ReadTurn returns while that
+// goroutine is blocked in Read (cancel, idle timeout), it exits when the
+// caller closes body — closing an http.Response body unblocks it.
 func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func(Event)) *Summary {
-	panic("protocol.ReadTurn: not implemented yet")
+	t := NewTurn(opts)
+	idle := opts.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	r := body
+	var w *watchedReader
+	if ctx.Done() != nil || idle > 0 {
+		w = watch(ctx, body, idle)
+		defer w.close()
+		r = w
+	}
+	sr := NewSSEReader(r, opts.MaxEventSize)
+	var cause error
+	for ev, err := range sr.All() {
+		if err != nil {
+			cause = err
+			break
+		}
+		t.Feed(ev, emit)
+		if t.Done() && w != nil {
+			w.shorten(terminalGrace)
+		}
+	}
+	if cause == nil && ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	return t.Finish(cause, emit)
 }

@@ -1,0 +1,436 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// payload is one SSE data buffer parsed as a top-level JSON object: the
+// members' names and raw values, validated once.
+//
+// Why not encoding/json: reflection-based decoding of every chat delta into
+// a struct costs several times what go-sse spends framing it, and the
+// dialects look at only two or three members of each payload. This scanner
+// validates the whole text with JSON's grammar (FuzzPayload checks it
+// against json.Valid) and hands out members as substrings, so a delta
+// without escapes costs no allocation. Nested values that a dialect needs as
+// structures are decoded with encoding/json.
+type payload struct {
+	raw     string
+	members []member
+}
+
+type member struct {
+	key string // decoded name
+	val string // raw JSON value
+}
+
+// jsonKind is the JSON type of a raw value, from its first byte.
+func jsonKind(v string) byte {
+	switch c := v[0]; c {
+	case '"':
+		return 's'
+	case '{':
+		return 'o'
+	case '[':
+		return 'a'
+	case 't', 'f':
+		return 'b'
+	case 'n':
+		return 'z'
+	default:
+		return 'n'
+	}
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// parse resets p to the object in s. It returns a *json.SyntaxError-like
+// error for invalid JSON and errNotObject for valid JSON that is not an
+// object.
+func (p *payload) parse(s string) error {
+	p.raw, p.members = s, p.members[:0]
+	sc := scanner{s: s}
+	sc.ws()
+	if sc.i < len(s) && s[sc.i] == '{' {
+		if err := sc.object(p); err != nil {
+			return err
+		}
+	} else if err := sc.value(0); err != nil {
+		return err
+	} else {
+		sc.ws()
+		if sc.i != len(s) {
+			return sc.fail("after top-level value")
+		}
+		return errNotObject
+	}
+	sc.ws()
+	if sc.i != len(s) {
+		return sc.fail("after top-level value")
+	}
+	return nil
+}
+
+// get returns the raw value of the member named key (the last one wins, as
+// in encoding/json).
+func (p *payload) get(key string) (string, bool) {
+	for i := len(p.members) - 1; i >= 0; i-- {
+		if p.members[i].key == key {
+			return p.members[i].val, true
+		}
+	}
+	return "", false
+}
+
+func (p *payload) has(key string) bool { _, ok := p.get(key); return ok }
+
+// typeName returns the "type" member when it is a string.
+func (p *payload) typeName() (string, bool) {
+	v, ok := p.get("type")
+	if !ok || jsonKind(v) != 's' {
+		return "", false
+	}
+	return unquote(v), true
+}
+
+// fieldErr describes a member that is missing or has the wrong type.
+type fieldErr struct {
+	key, want string
+	missing   bool
+}
+
+func (e *fieldErr) Error() string {
+	if e.missing {
+		return fmt.Sprintf("required field %q is missing", e.key)
+	}
+	return fmt.Sprintf("field %q must be a %s", e.key, e.want)
+}
+
+// str returns a required string member.
+func (p *payload) str(key string) (string, error) {
+	v, ok := p.get(key)
+	if !ok {
+		return "", &fieldErr{key: key, missing: true}
+	}
+	if jsonKind(v) != 's' {
+		return "", &fieldErr{key: key, want: "string"}
+	}
+	return unquote(v), nil
+}
+
+// optStr returns an optional string member: "" when absent or null.
+func (p *payload) optStr(key string) (string, error) {
+	v, ok := p.get(key)
+	if !ok || v == "null" {
+		return "", nil
+	}
+	if jsonKind(v) != 's' {
+		return "", &fieldErr{key: key, want: "string or null"}
+	}
+	return unquote(v), nil
+}
+
+// optInt returns an optional integer member: nil when absent or null.
+func (p *payload) optInt(key string) (*int, error) {
+	v, ok := p.get(key)
+	if !ok || v == "null" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, &fieldErr{key: key, want: "integer or null"}
+	}
+	return &n, nil
+}
+
+// optNum returns an optional number member: 0, false when absent or null.
+func (p *payload) optNum(key string) (float64, bool, error) {
+	v, ok := p.get(key)
+	if !ok || v == "null" {
+		return 0, false, nil
+	}
+	if jsonKind(v) != 'n' {
+		return 0, false, &fieldErr{key: key, want: "number"}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, false, &fieldErr{key: key, want: "number"}
+	}
+	return f, true, nil
+}
+
+// raw returns a member's raw value as a RawMessage (a copy), nil if absent.
+func (p *payload) rawMsg(key string) json.RawMessage {
+	v, ok := p.get(key)
+	if !ok {
+		return nil
+	}
+	return json.RawMessage(v)
+}
+
+// unquote decodes a raw JSON string that the scanner has validated. Without
+// escapes it is a substring (no allocation).
+func unquote(v string) string {
+	body := v[1 : len(v)-1]
+	if strings.IndexByte(body, '\\') < 0 {
+		return body
+	}
+	var s string
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return body // unreachable: the scanner validated v
+	}
+	return s
+}
+
+// scanner validates JSON text (RFC 8259) and records the top-level members.
+type scanner struct {
+	s string
+	i int
+}
+
+const maxDepth = 10000 // encoding/json's nesting limit
+
+func (sc *scanner) fail(what string) error {
+	if sc.i >= len(sc.s) {
+		return fmt.Errorf("invalid JSON: unexpected end %s", what)
+	}
+	return fmt.Errorf("invalid JSON: unexpected %q at offset %d %s", sc.s[sc.i], sc.i, what)
+}
+
+func (sc *scanner) ws() {
+	for sc.i < len(sc.s) {
+		switch sc.s[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+func (sc *scanner) object(p *payload) error {
+	sc.i++ // '{'
+	sc.ws()
+	if sc.i < len(sc.s) && sc.s[sc.i] == '}' {
+		sc.i++
+		return nil
+	}
+	for {
+		sc.ws()
+		if sc.i >= len(sc.s) || sc.s[sc.i] != '"' {
+			return sc.fail("looking for an object key")
+		}
+		k0 := sc.i
+		if err := sc.str(); err != nil {
+			return err
+		}
+		key := sc.s[k0:sc.i]
+		sc.ws()
+		if sc.i >= len(sc.s) || sc.s[sc.i] != ':' {
+			return sc.fail("after an object key")
+		}
+		sc.i++
+		sc.ws()
+		v0 := sc.i
+		if err := sc.value(1); err != nil {
+			return err
+		}
+		if p != nil {
+			p.members = append(p.members, member{key: unquote(key), val: sc.s[v0:sc.i]})
+		}
+		sc.ws()
+		if sc.i >= len(sc.s) {
+			return sc.fail("in an object")
+		}
+		switch sc.s[sc.i] {
+		case ',':
+			sc.i++
+		case '}':
+			sc.i++
+			return nil
+		default:
+			return sc.fail("after an object value")
+		}
+	}
+}
+
+func (sc *scanner) value(depth int) error {
+	if depth > maxDepth {
+		return errors.New("invalid JSON: nested too deeply")
+	}
+	if sc.i >= len(sc.s) {
+		return sc.fail("looking for a value")
+	}
+	switch c := sc.s[sc.i]; {
+	case c == '"':
+		return sc.str()
+	case c == '{':
+		return sc.nested(depth, '}', true)
+	case c == '[':
+		return sc.nested(depth, ']', false)
+	case c == 't':
+		return sc.lit("true")
+	case c == 'f':
+		return sc.lit("false")
+	case c == 'n':
+		return sc.lit("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return sc.num()
+	}
+	return sc.fail("looking for a value")
+}
+
+// nested scans a nested object or array.
+func (sc *scanner) nested(depth int, closer byte, isObj bool) error {
+	if isObj {
+		sc.i++
+		sc.ws()
+		if sc.i < len(sc.s) && sc.s[sc.i] == '}' {
+			sc.i++
+			return nil
+		}
+		for {
+			sc.ws()
+			if sc.i >= len(sc.s) || sc.s[sc.i] != '"' {
+				return sc.fail("looking for an object key")
+			}
+			if err := sc.str(); err != nil {
+				return err
+			}
+			sc.ws()
+			if sc.i >= len(sc.s) || sc.s[sc.i] != ':' {
+				return sc.fail("after an object key")
+			}
+			sc.i++
+			sc.ws()
+			if err := sc.value(depth + 1); err != nil {
+				return err
+			}
+			if done, err := sc.sep(closer); done || err != nil {
+				return err
+			}
+		}
+	}
+	sc.i++
+	sc.ws()
+	if sc.i < len(sc.s) && sc.s[sc.i] == ']' {
+		sc.i++
+		return nil
+	}
+	for {
+		sc.ws()
+		if err := sc.value(depth + 1); err != nil {
+			return err
+		}
+		if done, err := sc.sep(closer); done || err != nil {
+			return err
+		}
+	}
+}
+
+func (sc *scanner) sep(closer byte) (bool, error) {
+	sc.ws()
+	if sc.i >= len(sc.s) {
+		return false, sc.fail("in a nested value")
+	}
+	switch sc.s[sc.i] {
+	case ',':
+		sc.i++
+		return false, nil
+	case closer:
+		sc.i++
+		return true, nil
+	}
+	return false, sc.fail("after a nested value")
+}
+
+func (sc *scanner) lit(word string) error {
+	if !strings.HasPrefix(sc.s[sc.i:], word) {
+		return sc.fail("in a literal")
+	}
+	sc.i += len(word)
+	return nil
+}
+
+func (sc *scanner) str() error {
+	sc.i++ // opening quote
+	for sc.i < len(sc.s) {
+		c := sc.s[sc.i]
+		switch {
+		case c == '"':
+			sc.i++
+			return nil
+		case c == '\\':
+			sc.i++
+			if sc.i >= len(sc.s) {
+				return sc.fail("in a string escape")
+			}
+			switch sc.s[sc.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				sc.i++
+			case 'u':
+				if sc.i+5 > len(sc.s) {
+					sc.i = len(sc.s)
+					return sc.fail("in a \\u escape")
+				}
+				for _, h := range []byte(sc.s[sc.i+1 : sc.i+5]) {
+					if !isHex(h) {
+						return sc.fail("in a \\u escape")
+					}
+				}
+				sc.i += 5
+			default:
+				return sc.fail("in a string escape")
+			}
+		case c < 0x20:
+			return sc.fail("in a string (control character)")
+		default:
+			sc.i++
+		}
+	}
+	return sc.fail("in a string")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (sc *scanner) digits() int {
+	n := 0
+	for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+		sc.i++
+		n++
+	}
+	return n
+}
+
+func (sc *scanner) num() error {
+	if sc.s[sc.i] == '-' {
+		sc.i++
+	}
+	if sc.i < len(sc.s) && sc.s[sc.i] == '0' {
+		sc.i++
+	} else if sc.digits() == 0 {
+		return sc.fail("in a number")
+	}
+	if sc.i < len(sc.s) && sc.s[sc.i] == '.' {
+		sc.i++
+		if sc.digits() == 0 {
+			return sc.fail("in a number's fraction")
+		}
+	}
+	if sc.i < len(sc.s) && (sc.s[sc.i] == 'e' || sc.s[sc.i] == 'E') {
+		sc.i++
+		if sc.i < len(sc.s) && (sc.s[sc.i] == '+' || sc.s[sc.i] == '-') {
+			sc.i++
+		}
+		if sc.digits() == 0 {
+			return sc.fail("in a number's exponent")
+		}
+	}
+	return nil
+}
