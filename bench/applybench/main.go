@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -178,6 +179,7 @@ func run(ctx context.Context, c *config, log *slog.Logger) error {
 	var cases []*benchCase
 	if contains(c.sets, setReal) {
 		cases = append(cases, realCases(commits)...)
+		s.Contents = contents(commits)
 	}
 	if contains(c.sets, setDamaged) {
 		dc, skipped := damagedCases(commits, c, ws.root, log)
@@ -258,6 +260,7 @@ func loadSample(ctx context.Context, r *repo, c *config, log *slog.Logger) (*sum
 	return s, commits, nil
 }
 
+// realCases makes one case per commit from its git diff as written.
 func realCases(commits []*commitDiff) []*benchCase {
 	var cases []*benchCase
 	for _, cd := range commits {
@@ -305,4 +308,38 @@ func damagedCases(commits []*commitDiff, c *config, root string, log *slog.Logge
 			patch: d.diff, before: d.before, after: d.after})
 	}
 	return cases, skipped
+}
+
+// contents counts what the real set exercises.
+func contents(commits []*commitDiff) map[string]int {
+	m := map[string]int{}
+	for _, cd := range commits {
+		for _, c := range cd.changes {
+			m["files"]++
+			switch c.status {
+			case 'M':
+				m["modified"]++
+			case 'A':
+				m["created"]++
+			case 'D':
+				m["deleted"]++
+			case 'R':
+				m["renamed"]++
+			case 'C':
+				m["copied"]++
+			}
+			if c.oldPath != "" && c.newPath != "" && c.oldMode != c.newMode {
+				m["mode-changes"]++
+			}
+		}
+		for _, line := range bytes.Split(cd.diff, []byte("\n")) {
+			switch {
+			case bytes.HasPrefix(line, []byte("@@ ")):
+				m["hunks"]++
+			case bytes.HasPrefix(line, []byte("\\ ")):
+				m["no-newline-markers"]++
+			}
+		}
+	}
+	return m
 }

@@ -24,6 +24,7 @@ type summary struct {
 	Commits       int            `json:"commits"` // commits in the sample
 	Oldest        string         `json:"oldest"`  // committer dates of the sample
 	Newest        string         `json:"newest"`
+	Contents      map[string]int `json:"contents,omitempty"`       // what the real set's diffs hold
 	Skipped       map[string]int `json:"skipped"`                  // ineligible commits by reason
 	DamageSkipped map[string]int `json:"damage_skipped,omitempty"` // sample commits left out of the damaged set
 	Tools         []string       `json:"tools"`
@@ -157,6 +158,10 @@ func writeMarkdown(path string, s *summary) error {
 	var w bytes.Buffer
 	fmt.Fprintf(&w, "Repository %s at %s (`%s`): %d commits sampled with seed %d from the %d non-merge commits, dated %s to %s.\n",
 		s.Repo, shortID(s.Head), s.Rev, s.Commits, s.Seed, s.History, s.Oldest, s.Newest)
+	if c := s.Contents; len(c) > 0 {
+		fmt.Fprintf(&w, "The real set's diffs touch %d files (%d modified, %d created, %d deleted, %d renamed, %d mode changes) in %d hunks, with %d no-newline markers.\n",
+			c["files"], c["modified"], c["created"], c["deleted"], c["renamed"], c["mode-changes"], c["hunks"], c["no-newline-markers"])
+	}
 	if len(s.Skipped) > 0 {
 		fmt.Fprintf(&w, "Commits passed over while sampling: %s.\n", formatCounts(s.Skipped))
 	}
