@@ -1,0 +1,324 @@
+-- One `smith serve` per workspace root, driven through Neovim's built-in LSP
+-- client: that client frames JSON-RPC, tracks buffer versions, sends
+-- didOpen/didChange for attached buffers and applies `workspace/applyEdit`
+-- to buffers with normal undo. This module only starts, finds and stops the
+-- daemons and queues requests until `initialize` has been answered.
+--
+-- Written against the Neovim 0.7 API (vim.lsp.start_client and
+-- buf_attach_client) so that it runs on Debian's Neovim as well as on
+-- current releases.
+local config = require('smith.config')
+local util = require('smith.util')
+
+local M = {}
+
+-- root -> session; client_id -> session.
+local sessions = {}
+local by_client = {}
+
+-- Notification handlers, set by init.lua (event, changeUpdated, fileChanged).
+M.on_notification = {}
+
+local Session = {}
+Session.__index = Session
+
+--- Returns the workspace root for a buffer: the nearest ancestor of its file
+--- that holds a root marker, else the working directory.
+function M.root_for(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local cwd = vim.loop.cwd()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local start = cwd
+  if name ~= '' and vim.bo[bufnr].buftype == '' and not name:match('^%a[%w+.-]*://') then
+    start = vim.fn.fnamemodify(name, ':p:h')
+  end
+  local dir = util.normalize(start)
+  while dir do
+    for _, marker in ipairs(config.options.root_markers) do
+      if vim.loop.fs_stat(dir .. '/' .. marker) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then
+      break
+    end
+    dir = parent
+  end
+  return util.normalize(cwd)
+end
+
+local function resolve_cmd(root)
+  local cmd = config.options.cmd
+  if type(cmd) == 'function' then
+    cmd = cmd(root)
+  end
+  if type(cmd) == 'string' then
+    cmd = { cmd }
+  end
+  if type(cmd) ~= 'table' or #cmd == 0 then
+    return nil, "smith: setup{cmd=...} must be a non-empty list such as {'smith', 'serve'}"
+  end
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    return nil, string.format(
+      "smith: cannot start the daemon: '%s' is not an executable on PATH. "
+        .. "Install smith (go install github.com/smith-dev/smith/cmd/smith@latest) "
+        .. "or point setup{cmd = {'/path/to/smith', 'serve'}} at it.",
+      cmd[1]
+    )
+  end
+  return cmd
+end
+
+--- All sessions, running or starting.
+function M.sessions()
+  local list = {}
+  for _, s in pairs(sessions) do
+    table.insert(list, s)
+  end
+  return list
+end
+
+--- The session of a root (no start).
+function M.get(root)
+  return sessions[root]
+end
+
+--- The session a client id belongs to.
+function M.by_client_id(id)
+  return by_client[id]
+end
+
+local function make_handlers()
+  local handlers = {}
+  for _, name in ipairs({ 'event', 'changeUpdated', 'fileChanged' }) do
+    handlers['smith/' .. name] = function(_, params, ctx)
+      local s = by_client[ctx.client_id]
+      local fn = M.on_notification[name]
+      if s and fn then
+        local ok, err = pcall(fn, s, params or {})
+        if not ok then
+          util.error('smith: handling smith/%s failed: %s', name, err)
+        end
+      end
+    end
+  end
+  -- Neovim applies the edit itself (with normal undo); afterwards the
+  -- edited buffers are written so that buffer and disk hold the same text.
+  handlers['workspace/applyEdit'] = function(err, params, ctx, cfg)
+    local res = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx, cfg)
+    local s = by_client[ctx.client_id]
+    if s and res and res.applied and config.options.write_after_apply then
+      local bufs = {}
+      local edit = params and params.edit or {}
+      for _, dc in ipairs(edit.documentChanges or {}) do
+        local uri = dc.textDocument and dc.textDocument.uri or dc.uri or dc.newUri
+        if uri then
+          table.insert(bufs, vim.uri_to_bufnr(uri))
+        end
+      end
+      for uri in pairs(edit.changes or {}) do
+        table.insert(bufs, vim.uri_to_bufnr(uri))
+      end
+      vim.schedule(function()
+        for _, buf in ipairs(bufs) do
+          util.write_buf(buf)
+        end
+        s.edits = (s.edits or 0) + 1
+      end)
+    end
+    return res
+  end
+  return handlers
+end
+
+--- Returns the running session for root, starting `smith serve` if needed.
+--- Returns nil and an error message when the daemon cannot be started.
+function M.ensure(root)
+  local s = sessions[root]
+  if s and not s.stopped then
+    return s
+  end
+  local cmd, err = resolve_cmd(root)
+  if not cmd then
+    return nil, err
+  end
+  s = setmetatable({
+    root = root,
+    initialized = false,
+    waiters = {},
+    turn = nil,
+    dialog_id = nil,
+    pending = 0,
+    status = 'starting',
+  }, Session)
+  local capabilities = vim.lsp.protocol.make_client_capabilities()
+  capabilities.workspace = capabilities.workspace or {}
+  capabilities.workspace.applyEdit = true
+  capabilities.workspace.workspaceEdit = capabilities.workspace.workspaceEdit or {}
+  capabilities.workspace.workspaceEdit.documentChanges = true
+  local id = vim.lsp.start_client({
+    name = 'smith',
+    cmd = cmd,
+    cmd_env = config.options.cmd_env,
+    cmd_cwd = root,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    capabilities = capabilities,
+    init_options = config.options.init_options,
+    handlers = make_handlers(),
+    flags = { allow_incremental_sync = true, debounce_text_changes = 0 },
+    on_init = function(client, result)
+      -- Neovim 0.7 reads only the clangd-style offsetEncoding; honour the
+      -- LSP 3.17 positionEncoding that smith answers with.
+      local enc = result and result.capabilities and result.capabilities.positionEncoding
+      if type(enc) == 'string' then
+        client.offset_encoding = enc
+      end
+      s.client = client
+      s.initialized = true
+      s.status = 'idle'
+      local waiters = s.waiters
+      s.waiters = {}
+      for _, fn in ipairs(waiters) do
+        fn(client)
+      end
+      util.redraw_status()
+    end,
+    on_exit = function(code, signal)
+      s.stopped = true
+      s.initialized = false
+      s.status = 'off'
+      if sessions[root] == s then
+        sessions[root] = nil
+      end
+      local waiters = s.waiters
+      s.waiters = {}
+      for _, fn in ipairs(waiters) do
+        fn(nil, string.format('smith serve exited (code %s, signal %s)', code, signal))
+      end
+      if s.turn and s.turn.on_exit then
+        s.turn.on_exit()
+      end
+      if not s.stopping and code ~= 0 then
+        vim.schedule(function()
+          util.error(
+            'smith: smith serve for %s exited with code %d; see :LspLog or run `%s` by hand',
+            root,
+            code,
+            table.concat(cmd, ' ')
+          )
+        end)
+      end
+      util.redraw_status()
+    end,
+  })
+  if not id then
+    return nil, 'smith: vim.lsp.start_client refused to start ' .. table.concat(cmd, ' ')
+  end
+  s.client_id = id
+  sessions[root] = s
+  by_client[id] = s
+  if config.options.attach_buffers then
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      M.maybe_attach(buf)
+    end
+  end
+  util.redraw_status()
+  return s
+end
+
+--- Attaches the smith client of the buffer's workspace to a file buffer, so
+--- that smith mirrors its text and edits it through workspace/applyEdit.
+function M.maybe_attach(buf)
+  if not config.options.attach_buffers or not vim.api.nvim_buf_is_loaded(buf) then
+    return
+  end
+  if vim.bo[buf].buftype ~= '' then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' or name:match('^%a[%w+.-]*://') then
+    return
+  end
+  local path = util.normalize(name)
+  for root, s in pairs(sessions) do
+    if not s.stopped and util.is_under(path, root) then
+      if not vim.lsp.buf_is_attached(buf, s.client_id) then
+        vim.lsp.buf_attach_client(buf, s.client_id)
+      end
+    end
+  end
+end
+
+--- Runs fn(client) once the daemon has answered initialize; fn(nil, err)
+--- when it exits first.
+function Session:with_client(fn)
+  if self.initialized and self.client then
+    fn(self.client)
+  elseif self.stopped then
+    fn(nil, 'smith serve is not running')
+  else
+    table.insert(self.waiters, fn)
+  end
+end
+
+--- Sends a request; cb(err, result) where err is an LSP error table or a
+--- string. Returns nothing: the request id reaches cb_id(id) when given.
+function Session:request(method, params, cb, cb_id)
+  cb = cb or function() end
+  self:with_client(function(client, err)
+    if not client then
+      cb({ message = err })
+      return
+    end
+    local ok, id = client.request(method, params, function(rerr, result)
+      cb(rerr, result)
+    end)
+    if not ok then
+      cb({ message = 'smith serve is not running' })
+    elseif cb_id then
+      cb_id(id)
+    end
+  end)
+end
+
+--- Sends a request and waits up to timeout ms (default config.timeout) for
+--- its answer. Returns result, err.
+function Session:request_sync(method, params, timeout)
+  local done, res, rerr = false, nil, nil
+  self:request(method, params, function(err, result)
+    done, res, rerr = true, result, err
+  end)
+  local ok = vim.wait(timeout or config.options.timeout, function()
+    return done
+  end, 10)
+  if not ok then
+    return nil, { message = method .. ': no answer within ' .. (timeout or config.options.timeout) .. ' ms' }
+  end
+  return res, rerr
+end
+
+--- Cancels a request by id ($/cancelRequest).
+function Session:cancel(id)
+  if self.client and id then
+    self.client.cancel_request(id)
+  end
+end
+
+--- Stops the daemon (shutdown + exit, as the LSP client does it).
+function Session:stop(force)
+  self.stopping = true
+  if self.client_id then
+    vim.lsp.stop_client(self.client_id, force)
+  end
+end
+
+--- Stops every daemon; called on VimLeavePre.
+function M.stop_all(force)
+  for _, s in pairs(sessions) do
+    s:stop(force)
+  end
+end
+
+return M

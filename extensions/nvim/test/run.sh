@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Headless Neovim tests of smith.nvim against a real `smith serve` and the
+# embedded upstream (`smith upstream`), in throw-away workspaces.
+#
+#   SMITH_BIN=/abs/path/to/smith extensions/nvim/test/run.sh [name-filter]
+#
+# Builds nothing: `make nvimtest` builds bin/smith and calls this script.
+# Prints one line per test and a closing "N passed, N failed"; exits
+# non-zero when a test fails or something is missing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+plugin=$(dirname "$here")
+
+if ! command -v nvim >/dev/null 2>&1; then
+	echo "nvim tests: nvim is not installed; install it (apt-get install -y neovim) or run .ci/run" >&2
+	exit 1
+fi
+if [ -z "${SMITH_BIN:-}" ]; then
+	echo "nvim tests: SMITH_BIN is not set; run 'make nvimtest' or SMITH_BIN=\$PWD/bin/smith $0" >&2
+	exit 1
+fi
+case $SMITH_BIN in /*) ;; *) SMITH_BIN=$PWD/$SMITH_BIN ;; esac
+if [ ! -x "$SMITH_BIN" ]; then
+	echo "nvim tests: SMITH_BIN=$SMITH_BIN is not an executable; build it with 'make build'" >&2
+	exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/smith-nvim-test.XXXXXX")
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Neovim, smith and the upstream keep their state in the scratch directory.
+export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_CACHE_HOME=$tmp/cache
+export HOME=$tmp/home
+mkdir -p "$HOME"
+
+# start_upstream NAME WORKSPACE [flags...]: starts `smith upstream` and sets
+# URL to the base URL it prints as its first stdout line.
+start_upstream() {
+	local name=$1 ws=$2
+	shift 2
+	mkdir -p "$ws"
+	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 --protocol v0 "$@" \
+		>"$tmp/$name.out" 2>"$tmp/$name.log" &
+	pids+=($!)
+	URL=
+	for _ in $(seq 100); do
+		URL=$(head -n 1 "$tmp/$name.out" 2>/dev/null || true)
+		[ -n "$URL" ] && break
+		if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	if [ -z "$URL" ]; then
+		echo "nvim tests: '$SMITH_BIN upstream' did not print its URL; its log:" >&2
+		cat "$tmp/$name.log" >&2
+		exit 1
+	fi
+}
+
+start_upstream main "$tmp/ws"
+export SMITH_TEST_WS=$tmp/ws SMITH_TEST_URL=$URL
+# The second upstream stalls after the first event of every turn, so that
+# a turn is still running when the test cancels it.
+start_upstream stall "$tmp/ws-stall" --fault stall=30
+export SMITH_TEST_WS_STALL=$tmp/ws-stall SMITH_TEST_URL_STALL=$URL
+export SMITH_BIN SMITH_TEST_FILTER=${1:-} SMITH_TEST_OUT=$tmp/result
+
+status=0
+# --clean: no user config or plugins; the minimal init puts this plugin on
+# 'runtimepath'. timeout(1) turns a hung Neovim into a failure.
+timeout 120 nvim --headless --clean -i NONE -n -u "$here/minimal_init.lua" \
+	-c "lua require('smith_test').main()" </dev/null 2>"$tmp/nvim.err" || status=$?
+
+if [ ! -s "$tmp/result" ]; then
+	echo "nvim tests: Neovim ended (status $status) before the suite finished; its stderr:" >&2
+	cat "$tmp/nvim.err" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# Neovim stops smith serve on exit: none may outlive it.
+leftover=$(pgrep -f -- "--upstream $SMITH_TEST_URL" || true)
+leftover+=$(pgrep -f -- "--upstream $SMITH_TEST_URL_STALL" || true)
+read -r passed failed <"$tmp/result"
+if [ -n "$leftover" ]; then
+	echo "not ok - smith serve stops when Neovim exits (still running: $(echo $leftover))"
+	for pid in $leftover; do kill "$pid" 2>/dev/null || true; done
+	failed=$((failed + 1))
+else
+	echo "ok - smith serve stops when Neovim exits"
+	passed=$((passed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$status" -eq 0 ]

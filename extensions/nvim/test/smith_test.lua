@@ -1,0 +1,502 @@
+-- The headless suite of smith.nvim. run.sh starts two embedded upstreams
+-- (AgentSmithy v0: the client applies the diffs) and Neovim with
+-- minimal_init.lua; main() runs every test against real `smith serve`
+-- processes that the plugin starts, one per workspace root.
+--
+-- Every wait is vim.wait on a condition, never a fixed sleep.
+local M = {}
+
+local api = vim.api
+local env = vim.env
+
+local BIN = env.SMITH_BIN
+local WS = vim.loop.fs_realpath(env.SMITH_TEST_WS)
+local URL = env.SMITH_TEST_URL
+local WS_STALL = vim.loop.fs_realpath(env.SMITH_TEST_WS_STALL)
+local URL_STALL = env.SMITH_TEST_URL_STALL
+local TIMEOUT = 15000
+
+local tests = {}
+
+local function test(name, fn)
+  table.insert(tests, { name = name, fn = fn })
+end
+
+local function out(line)
+  io.stdout:write(line .. '\n')
+  io.stdout:flush()
+end
+
+-- Assertions: each raises with what was expected and what was found.
+local function fail(msg)
+  error(msg, 3)
+end
+
+local function wait_for(what, cond, ms)
+  if not vim.wait(ms or TIMEOUT, cond, 20) then
+    fail('timed out waiting for ' .. what)
+  end
+end
+
+local function eq(got, want, what)
+  if not vim.deep_equal(got, want) then
+    fail(string.format('%s: want %s, got %s', what, vim.inspect(want), vim.inspect(got)))
+  end
+end
+
+local function truthy(v, what)
+  if not v then
+    fail(what)
+  end
+end
+
+local function contains(haystack, needle, what)
+  if not haystack:find(needle, 1, true) then
+    fail(string.format('%s: %q not found in:\n%s', what, needle, haystack))
+  end
+end
+
+local function write_file(path, text)
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
+  local f = assert(io.open(path, 'wb'))
+  f:write(text)
+  f:close()
+end
+
+local function read_file(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+local function buf_text(buf)
+  return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n'
+end
+
+-- A Go file where `total` occurs far apart, so that renaming it gives a
+-- diff with two hunks.
+local function calc_source(name)
+  local lines = { 'package calc', '', 'var ' .. name .. ' = 0', '' }
+  for i = 1, 12 do
+    table.insert(lines, string.format('// filler line %d', i))
+  end
+  vim.list_extend(lines, { '', 'func Add(n int) int {', '\t' .. name .. ' += n', '\treturn ' .. name, '}' })
+  return table.concat(lines, '\n') .. '\n'
+end
+
+local smith = require('smith')
+local client = require('smith.client')
+local changes = require('smith.changes')
+
+-- Runs a turn with :Smith and waits for its end; returns the result.
+local function turn(cmd)
+  local ended
+  smith.hooks.turnEnd = function(_, result, err)
+    ended = { result = result, err = err }
+  end
+  vim.cmd(cmd)
+  wait_for('the end of the turn: ' .. cmd, function()
+    return ended ~= nil
+  end)
+  smith.hooks.turnEnd = nil
+  if ended.err then
+    fail('turn failed: ' .. vim.inspect(ended.err))
+  end
+  return ended.result
+end
+
+local function session_of(root)
+  local s = client.get(root)
+  truthy(s, 'no smith session for ' .. root)
+  wait_for('smith serve to initialize', function()
+    return s.initialized
+  end)
+  return s
+end
+
+local function find_win(buf)
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      return w
+    end
+  end
+end
+
+-- Opens a file and returns its buffer, attached to the workspace's daemon.
+local function open_file(rel)
+  vim.cmd('only')
+  vim.cmd('edit ' .. vim.fn.fnameescape(WS .. '/' .. rel))
+  return api.nvim_get_current_buf()
+end
+
+local function wait_attached(buf, s)
+  wait_for('the buffer to be attached to smith', function()
+    return vim.lsp.buf_is_attached(buf, s.client_id)
+  end)
+end
+
+-- Proposes a rename and opens its preview; returns the change record and
+-- the preview buffer.
+local function propose_and_preview(rel, old, new)
+  local result = turn(string.format('Smith rename %s to %s in %s', old, new, rel))
+  eq(result.outcome, 'completed', 'turn outcome')
+  eq(#result.changes, 1, 'number of proposed changes')
+  local id = result.changes[1]
+  local pbuf
+  smith.preview(id, WS, function(b)
+    pbuf = b
+  end)
+  wait_for('the preview of ' .. id, function()
+    return pbuf ~= nil
+  end)
+  local p = changes.preview_state(pbuf)
+  truthy(p, 'no preview state')
+  return p, pbuf, id
+end
+
+-- Presses keys in the preview window, as a user would.
+local function press(pbuf, keys)
+  local win = find_win(pbuf)
+  truthy(win, 'the preview is not shown in a window')
+  api.nvim_set_current_win(win)
+  api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, false, true), 'x', false)
+end
+
+local function change_status(s, id)
+  local res = s:request_sync('smith/changes', {})
+  for _, c in ipairs(res or {}) do
+    if c.id == id then
+      return c.status, c
+    end
+  end
+end
+
+test('setup starts one smith serve per workspace root and reports idle', function()
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  eq(smith.status(), '', 'status before any daemon runs')
+  vim.cmd('SmithChat')
+  local s = session_of(WS)
+  eq(smith.status(), 'smith: idle', 'status line')
+  eq(vim.bo.filetype, 'markdown', 'chat buffer filetype')
+  local again = client.ensure(WS)
+  eq(again, s, 'the same session for the same root')
+end)
+
+test(':checkhealth smith reports the binary, its version and the upstream', function()
+  vim.cmd('checkhealth smith')
+  local text = buf_text(api.nvim_get_current_buf())
+  contains(text, BIN, 'health report names the binary')
+  contains(text, 'version', 'health report names the version')
+  contains(text, 'smith serve answers', 'health report')
+  contains(text, 'answers', 'health report says the upstream answers')
+  truthy(not text:find('ERROR'), 'health report has errors:\n' .. text)
+  vim.cmd('bwipeout!')
+end)
+
+test('a turn streams into the markdown chat buffer', function()
+  write_file(WS .. '/stream.go', calc_source('total'))
+  local s = session_of(WS)
+  local chat_buf = s.chat_buf
+  local seen = {}
+  local statuses = {}
+  smith.hooks.event = function(_, params)
+    local ev = params.event
+    if ev.type == 'text' then
+      table.insert(seen, #buf_text(chat_buf))
+    end
+    statuses[smith.status()] = true
+  end
+  local result = turn('Smith rename total to count in stream.go')
+  smith.hooks.event = nil
+  eq(result.outcome, 'completed', 'outcome')
+  truthy(#seen >= 2, 'fewer than two text deltas arrived: ' .. #seen)
+  for i = 2, #seen do
+    truthy(seen[i] > seen[i - 1], 'the chat buffer did not grow with each text delta')
+  end
+  truthy(statuses['smith: streaming'], 'the status line never showed the streaming turn: ' .. vim.inspect(statuses))
+  local text = buf_text(chat_buf)
+  contains(text, '## You', 'chat buffer')
+  contains(text, 'rename total to count in stream.go', 'chat buffer holds the message')
+  contains(text, '## smith', 'chat buffer')
+  contains(text, result.text:sub(1, 20), 'chat buffer holds the answer')
+  contains(text, '- tool `', 'tool calls are shown as lines')
+  contains(text, '1 change to review', 'the closing line names the change')
+  eq(vim.bo[chat_buf].filetype, 'markdown', 'filetype')
+  truthy(result.dialogId and result.dialogId ~= '', 'no dialog id')
+  eq(s.dialog_id, result.dialogId, 'the chat keeps the dialog')
+  truthy(smith.status():find('1 pending', 1, true), 'status line counts the pending change: ' .. smith.status())
+  -- A second turn reuses the buffer and the dialog.
+  local second = turn('Smith rename count to total in stream.go')
+  eq(second.dialogId, result.dialogId, 'second turn dialog')
+  eq(s.chat_buf, chat_buf, 'chat buffer reused')
+  local _, n = buf_text(chat_buf):gsub('## You', '')
+  eq(n, 2, 'turns in the chat buffer')
+  -- Leave nothing pending for the tests below.
+  for _, id in ipairs({ result.changes[1], second.changes[1] }) do
+    s:request_sync('smith/change/reject', { changeId = id })
+  end
+end)
+
+test('reasoning is folded in the chat buffer', function()
+  local s = session_of(WS)
+  local buf = s.chat_buf
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local lnum
+  for i, l in ipairs(lines) do
+    if l:match('^> _reasoning_') then
+      lnum = i
+      break
+    end
+  end
+  if not lnum then
+    -- AgentSmithy v0 has no reasoning events; nothing to fold then.
+    return
+  end
+  local win = find_win(buf) or smith.open_chat(WS) and find_win(buf)
+  api.nvim_win_call(win, function()
+    truthy(vim.fn.foldclosed(lnum) ~= -1, 'the reasoning block is not folded')
+  end)
+end)
+
+test('a change is accepted hunk by hunk into the open buffer and the file', function()
+  local rel = 'calc.go'
+  local path = WS .. '/' .. rel
+  local before = calc_source('total')
+  local after = calc_source('sum')
+  write_file(path, before)
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  local p, pbuf, id = propose_and_preview(rel, 'total', 'sum')
+  eq(#p.located, 2, 'hunks in the preview')
+  eq(buf_text(buf), before, 'the buffer before any accept')
+
+  -- Accept the first hunk only: line 3 changes, the function does not.
+  api.nvim_win_set_cursor(find_win(pbuf), { p.located[1].lnum, 0 })
+  press(pbuf, 'a')
+  wait_for('the first hunk in the buffer and on disk', function()
+    return api.nvim_buf_get_lines(buf, 2, 3, false)[1] == 'var sum = 0' and read_file(path) == buf_text(buf)
+  end)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  eq(lines[19], '\ttotal += n', 'the second hunk is still pending in the buffer')
+  eq(vim.bo[buf].modified, false, 'the buffer is written')
+  eq((change_status(s, id)), 'pending', 'the change status after one hunk')
+
+  -- Jump to the next hunk and accept it.
+  wait_for('the preview to show the applied hunk', function()
+    local pp = changes.preview_state(pbuf)
+    return pp and pp.located[1] and pp.located[1].hunk and pp.located[1].hunk.status == 'applied'
+  end)
+  api.nvim_win_set_cursor(find_win(pbuf), { 1, 0 })
+  press(pbuf, ']c]c')
+  press(pbuf, 'a')
+  wait_for('both hunks in the buffer and on disk', function()
+    return buf_text(buf) == after and read_file(path) == after
+  end)
+  wait_for('the change to be applied', function()
+    return change_status(s, id) == 'applied'
+  end)
+  -- Neovim applied the edit itself: one undo step per accepted hunk.
+  api.nvim_buf_call(buf, function()
+    vim.cmd('silent undo')
+  end)
+  eq(api.nvim_buf_get_lines(buf, 18, 19, false)[1], '\ttotal += n', 'buffer after :undo')
+  api.nvim_buf_call(buf, function()
+    vim.cmd('silent redo')
+  end)
+  eq(buf_text(buf), after, 'buffer after :redo')
+end)
+
+test('rejecting a change leaves the buffer and the file as they were', function()
+  local rel = 'reject.go'
+  local path = WS .. '/' .. rel
+  local before = calc_source('total')
+  write_file(path, before)
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  local _, pbuf, id = propose_and_preview(rel, 'total', 'sum')
+  press(pbuf, 'R')
+  wait_for('the change to be rejected', function()
+    return change_status(s, id) == 'rejected'
+  end)
+  eq(buf_text(buf), before, 'buffer after reject')
+  eq(read_file(path), before, 'file after reject')
+  eq(vim.bo[buf].modified, false, 'buffer modified after reject')
+end)
+
+test(':SmithUndo restores the buffer and the file', function()
+  local rel = 'undo.go'
+  local path = WS .. '/' .. rel
+  local before = calc_source('total')
+  local after = calc_source('sum')
+  write_file(path, before)
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  local _, pbuf, id = propose_and_preview(rel, 'total', 'sum')
+  press(pbuf, 'A')
+  wait_for('the accepted change in the buffer and on disk', function()
+    return buf_text(buf) == after and read_file(path) == after
+  end)
+  local done
+  smith.undo(id, WS, function(err)
+    done = { err = err }
+  end)
+  wait_for('the undo answer', function()
+    return done ~= nil
+  end)
+  truthy(not done.err, 'undo failed: ' .. vim.inspect(done.err))
+  wait_for('the original text in the buffer and on disk', function()
+    return buf_text(buf) == before and read_file(path) == before
+  end)
+  eq(vim.bo[buf].modified, false, 'buffer modified after undo')
+end)
+
+test('a change to a file that is not open is written on disk', function()
+  local rel = 'closed.go'
+  local path = WS .. '/' .. rel
+  write_file(path, calc_source('total'))
+  vim.cmd('only')
+  local _, pbuf = propose_and_preview(rel, 'total', 'sum')
+  press(pbuf, 'A')
+  wait_for('the change on disk', function()
+    return read_file(path) == calc_source('sum')
+  end)
+  eq(vim.fn.bufloaded(path), 0, 'the file was loaded into a buffer')
+end)
+
+test(':SmithDialogs creates, renames and deletes dialogs', function()
+  local s = session_of(WS)
+  local first = s.dialog_id
+  truthy(first, 'no dialog yet')
+  local orig_select, orig_input = vim.ui.select, vim.ui.input
+  local answers = {}
+  vim.ui.select = function(items, opts, on_choice)
+    local want = table.remove(answers, 1)
+    for _, it in ipairs(items) do
+      local label = opts.format_item and opts.format_item(it) or it
+      if label:find(want, 1, true) then
+        return on_choice(it)
+      end
+    end
+    error('no item matches ' .. want .. ' in ' .. vim.inspect(items))
+  end
+  vim.ui.input = function(_, on_confirm)
+    on_confirm(table.remove(answers, 1))
+  end
+  local ok, err = pcall(function()
+    local function list()
+      return s:request_sync('smith/dialogs', {}) or {}
+    end
+    local function titled(title)
+      for _, d in ipairs(list()) do
+        if d.title == title then
+          return d
+        end
+      end
+    end
+    answers = { '+ new dialog', 'second dialog' }
+    vim.cmd('SmithDialogs')
+    wait_for('a new dialog', function()
+      return s.dialog_id and s.dialog_id ~= first
+    end)
+    local second = s.dialog_id
+    wait_for('the new dialog in the list', function()
+      return titled('second dialog') ~= nil
+    end)
+    answers = { '[' .. second .. ']', 'Rename', 'renamed dialog' }
+    vim.cmd('SmithDialogs')
+    wait_for('the renamed dialog', function()
+      return titled('renamed dialog') ~= nil
+    end)
+    answers = { '[' .. first .. ']', 'Open' }
+    vim.cmd('SmithDialogs')
+    wait_for('the first dialog selected', function()
+      return s.dialog_id == first
+    end)
+    answers = { '[' .. second .. ']', 'Delete', 'Delete' }
+    vim.cmd('SmithDialogs')
+    wait_for('the dialog deleted', function()
+      for _, d in ipairs(list()) do
+        if d.id == second then
+          return false
+        end
+      end
+      return true
+    end)
+    eq(s.dialog_id, first, 'the current dialog after deleting another')
+  end)
+  vim.ui.select, vim.ui.input = orig_select, orig_input
+  if not ok then
+    error(err, 0)
+  end
+end)
+
+test(':SmithCancel ends a running turn', function()
+  -- This workspace's upstream stalls for 30 s after the first event.
+  write_file(WS_STALL .. '/slow.go', calc_source('total'))
+  vim.cmd('only')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS_STALL))
+  local ended
+  smith.hooks.turnEnd = function(_, result, err)
+    ended = { result = result, err = err }
+  end
+  local got_event = false
+  smith.hooks.event = function()
+    got_event = true
+  end
+  vim.cmd('Smith rename total to sum in slow.go')
+  local s = session_of(WS_STALL)
+  wait_for('the first event of the stalled turn', function()
+    return got_event
+  end)
+  eq(smith.status(), 'smith: streaming', 'status while the turn runs')
+  vim.cmd('SmithCancel')
+  wait_for('the cancelled turn to end', function()
+    return ended ~= nil
+  end, 10000)
+  smith.hooks.turnEnd, smith.hooks.event = nil, nil
+  truthy(not ended.err, 'cancel answered with an error: ' .. vim.inspect(ended.err))
+  eq(ended.result.outcome, 'cancelled', 'outcome')
+  eq(smith.status(), 'smith: cancelled', 'status after cancel')
+  contains(buf_text(s.chat_buf), '_— cancelled', 'the chat buffer closes the turn')
+  eq(read_file(WS_STALL .. '/slow.go'), calc_source('total'), 'the file after a cancelled turn')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+end)
+
+function M.main()
+  local filter = env.SMITH_TEST_FILTER or ''
+  smith.setup({
+    cmd = function(root)
+      local url = root == WS_STALL and URL_STALL or URL
+      return { BIN, 'serve', '--upstream', url }
+    end,
+  })
+  local passed, failed = 0, 0
+  for _, t in ipairs(tests) do
+    if filter == '' or t.name:find(filter, 1, true) then
+      local ok, err = xpcall(t.fn, debug.traceback)
+      if ok then
+        passed = passed + 1
+        out('ok - ' .. t.name)
+      else
+        failed = failed + 1
+        out('not ok - ' .. t.name)
+        out('  ' .. tostring(err):gsub('\n', '\n  '))
+      end
+      smith.hooks = {}
+    end
+  end
+  -- Quitting stops the daemons (VimLeavePre); run.sh checks that none is left.
+  local f = assert(io.open(env.SMITH_TEST_OUT, 'w'))
+  f:write(string.format('%d %d\n', passed, failed))
+  f:close()
+  vim.cmd('qall!')
+end
+
+return M
