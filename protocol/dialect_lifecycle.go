@@ -45,7 +45,8 @@ func (a *lifecycleAdapter) handle(t *Turn, p *payload) {
 	case "message_end":
 		id, _ := p.optStr("message_id")
 		if !a.started {
-			t.violate(ViolationOrder, "message_end without message_start", p.raw)
+			t.violate(ViolationOrder, "message_end without message_start; dropped", p.raw)
+			return
 		}
 		t.out(Event{Type: KindSegment, Segment: &Segment{Block: "message", Phase: "end", ID: id}})
 		a.terminal(t)
@@ -114,11 +115,14 @@ func (a *lifecycleAdapter) checkID(t *Turn, p *payload, typ string) bool {
 	id := unquote(v)
 	switch {
 	case !a.started:
+		// An error may precede message_start (it then ends the turn); any
+		// other message-scoped event without its message_start is dropped.
 		t.violate(ViolationOrder, fmt.Sprintf("%s for message %q before its message_start", typ, id), p.raw)
-		return typ == "message_end" || typ == "error"
+		return typ == "error"
 	case id != a.messageID:
-		t.violate(ViolationOrder, fmt.Sprintf("%s carries message_id %q, the open message is %q", typ, id, a.messageID), p.raw)
-		return typ != "message_end"
+		// The PRD's strengthened guard: an event of another message is dropped.
+		t.violate(ViolationOrder, fmt.Sprintf("%s carries message_id %q, the open message is %q; dropped", typ, id, a.messageID), p.raw)
+		return false
 	}
 	return true
 }
