@@ -81,7 +81,7 @@ func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []st
 		now := e.view(changeID)
 		return now, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
 	}
-	fp, err := planChange(&snap, tg.text, tg.exists)
+	fp, err := e.planChange(&snap, tg.text, tg.exists)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 	}
@@ -184,7 +184,7 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 		if err != nil {
 			return nil, err
 		}
-		next, nextExists, err := reverseHunks(&snap, tg.text, written)
+		next, nextExists, err := e.reverseHunks(&snap, tg.text, written)
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
 		}

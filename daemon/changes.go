@@ -43,6 +43,7 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		s := src.Content
 		c.Content = &s
 	}
+	c.Diff = src.Diff
 	var violation string
 	abs, rel, err := e.ws.resolve(src.Path)
 	if err == nil && src.OldPath != "" {
@@ -62,6 +63,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		if err != nil {
 			c.Status, c.Reason = StatusConflict, err.Error()
 			break
+		}
+		if c.Diff == "" && c.Content != nil {
+			c.Diff = contentDiff(c.Path, text, *c.Content)
+			if !exists {
+				c.Kind = protocol.ChangeCreate
+			}
 		}
 		e.plan(c, text, exists)
 	}
@@ -96,7 +103,7 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 // (see revalidate).
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	c.BaseHash = contentHash(text, exists)
-	fp, err := planChange(c, text, exists)
+	fp, err := e.planChange(c, text, exists)
 	if err != nil {
 		c.Status = StatusConflict
 		c.Reason = fmt.Sprintf("%s: %v", c.Path, err)
@@ -197,11 +204,11 @@ func (e *Engine) verifyUpstream(c *changeRecord) {
 		c.Status, c.Reason = StatusConflict, fmt.Sprintf("%s does not hold the content the upstream reported writing (changed since?)", c.Path)
 		return
 	}
-	if c.Src.Diff == "" {
+	if c.Diff == "" {
 		c.Status = StatusAppliedUpstream
 		return
 	}
-	hunks, err := verifyPostImage(c, disk)
+	hunks, err := e.verifyPostImage(c, disk)
 	if err != nil {
 		c.Status, c.Reason = StatusConflict, fmt.Sprintf("%s does not hold the upstream's post-image: %v", c.Path, err)
 		return
@@ -274,12 +281,12 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 		if err != nil {
 			return nil, err
 		}
-		result, resExists, err = reverseHunks(&snap, text, ids)
+		result, resExists, err = e.reverseHunks(&snap, text, ids)
 		if err != nil {
 			return nil, fmt.Errorf("preview %s: %w", changeID, err)
 		}
 	default:
-		fp, err := planChange(&snap, text, exists)
+		fp, err := e.planChange(&snap, text, exists)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -98,6 +99,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	for _, c := range e.st.Changes {
 		e.changes[c.ID] = c
+	}
+	// A multi-file write cut short by a crash is rolled back first, then
+	// the undo journal learns which of its pending writes happened.
+	if n, err := diffapply.Recover(e.store.txnDir()); err != nil {
+		return nil, fmt.Errorf("recover an interrupted write (journal %s): %w", e.store.txnDir(), err)
+	} else if n > 0 {
+		e.log.Warn("rolled back interrupted writes", "transactions", n)
 	}
 	if err := e.recover(); err != nil {
 		return nil, err

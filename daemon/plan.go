@@ -1,29 +1,265 @@
 package daemon
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
-// TEMPORARY until diffapply's planner lands.
+	"github.com/aymanbagabas/go-udiff"
 
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// This file is the engine's use of diffapply: planning a change against
+// the text the user sees, rendering a subset of its hunks, reverse-applying
+// hunks that were already written, and the atomic disk write.
+
+// filePlan is a change planned against one text.
 type filePlan struct {
-	hunks  []Hunk
-	noop   bool
-	render func(ids []string) ([]byte, bool, error)
+	hunks []Hunk // statuses pending or conflict
+	noop  bool   // the text already is the result
+	file  *diffapply.File
+	del   bool   // the change deletes the file (no hunks needed)
+	same  []byte // a no-op plan without a diff renders this
 }
 
-func planChange(c *changeRecord, text []byte, exists bool) (*filePlan, error) {
-	return nil, errors.New("diffapply not landed")
+// hunkID names a hunk of a change: "h" + its 1-based index in the file.
+func hunkID(index int) string { return "h" + strconv.Itoa(index) }
+
+func hunkIndex(id string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "h"))
+	return n, err == nil && strings.HasPrefix(id, "h")
 }
 
-func verifyPostImage(c *changeRecord, disk []byte) ([]Hunk, error) {
-	return nil, errors.New("diffapply not landed")
+// render returns the text with the chosen hunks applied (all when ids is
+// nil) and whether the file exists afterwards.
+func (fp *filePlan) render(ids []string) ([]byte, bool, error) {
+	if fp.del {
+		return nil, false, nil
+	}
+	if fp.file == nil {
+		return fp.same, true, nil
+	}
+	f := fp.file
+	if f.Op == diffapply.OpDelete {
+		if ids != nil && len(ids) != len(f.Hunks) {
+			return nil, false, errors.New("a deletion cannot be applied in part; apply all its hunks")
+		}
+		return nil, false, nil
+	}
+	var sel []int
+	if ids != nil {
+		sel = []int{}
+		for _, id := range ids {
+			n, ok := hunkIndex(id)
+			if !ok || n < 1 || n > len(f.Hunks) {
+				return nil, false, fmt.Errorf("no hunk %s", id)
+			}
+			h := f.Hunks[n-1]
+			if !h.OK() {
+				return nil, false, fmt.Errorf("hunk %s conflicts: %s", id, conflictText(h))
+			}
+			sel = append(sel, h.ID)
+		}
+	}
+	return f.Render(sel), true, nil
 }
 
-func reverseHunks(c *changeRecord, cur []byte, ids []string) ([]byte, bool, error) {
-	return nil, false, errors.New("diffapply not landed")
+func conflictText(h *diffapply.Hunk) string {
+	if h.File.Conflict != nil {
+		return h.File.Conflict.String()
+	}
+	if h.Conflict != nil {
+		return h.Conflict.String()
+	}
+	return ""
 }
 
-func unifiedDiff(path string, a, b []byte) string { return "" }
+// planChange plans c against text (the buffer or disk content of c.Abs).
+// An error is a refusal of the whole change; single hunks that do not match
+// come back with status conflict.
+func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePlan, error) {
+	if c.Kind == protocol.ChangeRename || c.Src.OldPath != "" {
+		return nil, fmt.Errorf("%w: renames are not planned yet; apply it by hand", ErrUnsupported)
+	}
+	switch {
+	case c.Diff != "":
+		return e.planDiff(c, text, exists, false)
+	case c.Content != nil:
+		// The diff derived from the content is empty: the base already
+		// held the content.
+		if exists && string(text) == *c.Content {
+			return &filePlan{noop: true, same: text}, nil
+		}
+		return nil, fmt.Errorf("%s changed since the change was planned", c.Path)
+	case c.Kind == protocol.ChangeDelete:
+		if !exists {
+			return &filePlan{del: true, noop: true}, nil
+		}
+		return &filePlan{del: true}, nil
+	}
+	return nil, errors.New("the change carries neither a diff nor the new content")
+}
 
+// planDiff plans c's diff (backwards with reverse) against text.
+func (e *Engine) planDiff(c *changeRecord, text []byte, exists, reverse bool) (*filePlan, error) {
+	p, err := diffapply.Plan(e.ws.root, []byte(c.Diff), diffapply.Options{
+		Target:  c.Path,
+		Reverse: reverse,
+		ReadFile: func(rel string) ([]byte, bool, error) {
+			if rel != c.Path {
+				return nil, false, fmt.Errorf("the diff of %s also names %s", c.Path, rel)
+			}
+			return text, exists, nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Files) != 1 {
+		return nil, fmt.Errorf("the diff names %d files, want 1", len(p.Files))
+	}
+	return planOf(p.Files[0], text, exists)
+}
+
+// contentDiff derives a diff from a whole-content change: the base text
+// the change was first planned against, to the new content. From then on
+// the change is planned like any diff, so that an edit of the base is
+// re-anchored or a conflict, never silently overwritten.
+func contentDiff(path string, base []byte, content string) string {
+	return udiff.Unified("a/"+path, "b/"+path, string(base), content)
+}
+
+func planOf(f *diffapply.File, text []byte, exists bool) (*filePlan, error) {
+	if f.Conflict != nil && len(f.Hunks) == 0 {
+		return nil, errors.New(f.Conflict.String())
+	}
+	fp := &filePlan{file: f}
+	for _, h := range f.Hunks {
+		fh := Hunk{ID: hunkID(h.Index), Header: h.Header, Status: StatusPending, Match: string(h.Level), Offset: h.Offset}
+		if !h.OK() {
+			fh.Status, fh.Match = StatusConflict, ""
+		}
+		fp.hunks = append(fp.hunks, fh)
+	}
+	if f.Conflict != nil {
+		return nil, errors.New(f.Conflict.String())
+	}
+	switch f.Op {
+	case diffapply.OpDelete:
+		fp.noop = !exists
+	default:
+		fp.noop = exists && string(f.After) == string(text) && len(f.Hunks) > 0
+	}
+	return fp, nil
+}
+
+// verifyPostImage checks that disk holds the post-image of a change the
+// upstream says it wrote: the diff planned backwards must match
+// everywhere. It returns the hunks, all appliedUpstream.
+func (e *Engine) verifyPostImage(c *changeRecord, disk []byte) ([]Hunk, error) {
+	fp, err := e.planDiff(c, disk, true, true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fp.hunks {
+		if fp.hunks[i].Status == StatusConflict {
+			h := fp.file.Hunks[i]
+			return nil, fmt.Errorf("hunk %s: %s", fp.hunks[i].ID, conflictText(h))
+		}
+		fp.hunks[i].Status = StatusAppliedUpstream
+	}
+	return fp.hunks, nil
+}
+
+// reverseHunks takes back the chosen written hunks of c from cur (all of
+// the change when ids is empty and the change has no hunks).
+func (e *Engine) reverseHunks(c *changeRecord, cur []byte, ids []string) ([]byte, bool, error) {
+	if len(c.Hunks) == 0 {
+		return e.reverseWhole(c, cur)
+	}
+	fp, err := e.planDiff(c, cur, true, true)
+	if err != nil {
+		return nil, false, err
+	}
+	return fp.render(ids)
+}
+
+// reverseWhole takes back a change without hunks: a creation by the
+// upstream with known content becomes a deletion; anything else needs the
+// bytes before, which smith knows only for its own writes.
+func (e *Engine) reverseWhole(c *changeRecord, cur []byte) ([]byte, bool, error) {
+	if c.Kind == protocol.ChangeCreate && c.Content != nil {
+		if string(cur) != *c.Content {
+			return nil, false, fmt.Errorf("%s changed since it was created", c.Path)
+		}
+		return nil, false, nil
+	}
+	before, exists, err := e.bytesBefore(c)
+	if err != nil {
+		return nil, false, err
+	}
+	return before, exists, nil
+}
+
+// bytesBefore returns the bytes c's file had before smith first wrote c.
+func (e *Engine) bytesBefore(c *changeRecord) ([]byte, bool, error) {
+	e.mu.Lock()
+	var first *undoRecord
+	for _, r := range e.st.Undo {
+		if r.ChangeID == c.ID && r.Action == "apply" && r.State != undoFailed {
+			first = r
+			break
+		}
+	}
+	e.mu.Unlock()
+	if first == nil {
+		return nil, false, fmt.Errorf("%w: smith does not know %s's content before the upstream wrote it; use the dialog's reset or restore", ErrUnsupported, c.Path)
+	}
+	b, err := e.store.getBlob(first.Before)
+	return b, first.Before.Exists, err
+}
+
+// unifiedDiff renders a preview diff.
+func unifiedDiff(path string, a, b []byte) string {
+	return udiff.Unified("a/"+path, "b/"+path, string(a), string(b))
+}
+
+// commitDisk writes next (or deletes the file when !nextExists) with
+// diffapply's atomic commit, guarded by the hash of what smith read: a
+// file changed in between is a conflict and nothing is written.
 func (e *Engine) commitDisk(abs string, old []byte, oldExists bool, next []byte, nextExists bool) error {
-	return errors.New("diffapply not landed")
+	rel, err := relTo(e.ws.root, abs)
+	if err != nil {
+		return err
+	}
+	if nextExists && next == nil {
+		next = []byte{} // nil would delete
+	}
+	if !nextExists {
+		next = nil
+	}
+	w := diffapply.Write{Path: rel, Content: next, ExpectHash: diffapply.HashAbsent}
+	if oldExists {
+		w.ExpectHash = diffapply.Hash(old)
+	}
+	if err := diffapply.Commit(context.Background(), e.ws.root, []diffapply.Write{w}, e.store.txnDir()); err != nil {
+		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+			return fmt.Errorf("%w: %s changed while smith was writing it; nothing was written: %v", ErrConflict, rel, err)
+		}
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+func relTo(root, abs string) (string, error) {
+	r, ok := strings.CutPrefix(abs, root+string(os.PathSeparator))
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrOutsideWorkspace, abs)
+	}
+	return r, nil
 }

@@ -58,6 +58,7 @@ type changeRecord struct {
 	Src      protocol.Change `json:"src"`      // the change as the stream carried it
 	Abs      string          `json:"abs"`      // absolute target under the configured root
 	Content  *string         `json:"content"`  // whole new content when known (write_to_file)
+	Diff     string          `json:"diff"`     // what is planned: Src.Diff, or derived from Content (contentDiff)
 	BaseHash string          `json:"baseHash"` // sha256 of the text the hunks were planned against
 }
 
