@@ -1,7 +1,182 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// serveOptions are the flags of smith serve.
+type serveOptions struct {
+	listen    string
+	workspace string
+	logLevel  string
+	// settings holds the config keys given as flags (config.Keys names).
+	settings map[string]string
+}
 
 func newServeCmd(s *IOStreams) *cobra.Command {
-	return notYet("serve", "Run the JSON-RPC daemon for editors (stdio or a Unix socket)", "  smith serve --listen unix:/tmp/smith.sock")
+	o := &serveOptions{settings: map[string]string{}}
+	var upstream, dialect, stateDir, idleTimeout string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the JSON-RPC daemon for editors (stdio or a Unix socket)",
+		Long: `serve speaks JSON-RPC 2.0 with LSP framing (Content-Length headers) to editors:
+the LSP lifecycle and buffer sync, plus smith's own methods (smith/chat,
+smith/changes, smith/change/apply, ...) described in docs/protocol.md.
+
+By default it serves one editor on stdin/stdout and exits when the editor
+closes stdin or sends exit. With --listen unix:PATH it serves any number of
+editors on a Unix socket (mode 0600); editors on the same workspace share one
+engine: the same dialogs, changes and undo journal.
+
+The workspace is the editor's rootUri (or first workspace folder) unless
+--workspace or initializationOptions.workspace names one. Settings are taken
+from flags, then initializationOptions, then SMITH_* variables, .smith.toml,
+the user's config file, a running AgentSmithy server of the workspace, and
+the defaults. Logs go to stderr; stdout carries only the protocol.`,
+		Example: `  smith serve                                   # one editor on stdio
+  smith serve --listen unix:/tmp/smith.sock      # many editors on a socket
+  smith serve --upstream http://127.0.0.1:8765 --dialect agentsmithy`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for flag, key := range map[string]string{"upstream": "upstream", "dialect": "dialect", "state-dir": "state_dir", "idle-timeout": "idle_timeout"} {
+				if f := cmd.Flags().Lookup(flag); f.Changed {
+					o.settings[key] = f.Value.String()
+				}
+			}
+			return serveRun(cmd.Context(), s, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "", "serve on `unix:PATH` instead of stdio")
+	f.StringVar(&upstream, "upstream", "", "base `URL` of the chat server")
+	f.StringVar(&dialect, "dialect", "", "payload `dialect`: agentsmithy, rag, textbook, lifecycle, oracle (default: detect)")
+	f.StringVar(&o.workspace, "workspace", "", "workspace `directory` (default: the editor's root)")
+	f.StringVar(&stateDir, "state-dir", "", "`directory` for journals and dialog indexes (default $XDG_STATE_HOME/smith)")
+	f.StringVar(&idleTimeout, "idle-timeout", "", "end a turn after this `duration` without a byte from the upstream (default 60s)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn, error")
+	return cmd
+}
+
+func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usageErrorf("--log-level %q: use debug, info, warn or error", o.logLevel)
+	}
+	if o.workspace != "" {
+		abs, err := filepath.Abs(o.workspace)
+		if err != nil {
+			return usageErrorf("--workspace %s: %v", o.workspace, err)
+		}
+		o.workspace = abs
+	}
+	// Check flags, environment and the user's config file now, rather than
+	// at the editor's initialize where the error is easy to miss.
+	if _, err := config.Load(config.Options{Flags: o.settings, Getenv: s.Getenv}); err != nil {
+		if strings.Contains(err.Error(), "(from flag") {
+			return usageErrorf("%v", err)
+		}
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
+	srv := editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion()})
+	defer srv.Close()
+
+	if o.listen == "" {
+		err := srv.ServeConn(ctx, editor.NewStdio())
+		if errors.Is(err, editor.ErrExitWithoutShutdown) {
+			return &ExitError{Code: ExitFailure, Err: err, Silent: true}
+		}
+		if err != nil && ctx.Err() == nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		return nil
+	}
+	path, ok := strings.CutPrefix(o.listen, "unix:")
+	if !ok || path == "" {
+		return usageErrorf("--listen %q: use unix:PATH", o.listen)
+	}
+	ln, err := listenUnix(path)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	log.Info("listening", "socket", path)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	return nil
+}
+
+// resolver builds the engine configuration of a connection from, highest
+// first: the flags, the editor's initializationOptions, and config.Load's
+// layers (environment, .smith.toml, user file, a discovered AgentSmithy
+// server, defaults).
+func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, editor.InitOptions) (daemon.Config, error) {
+	return func(_ context.Context, ws string, init editor.InitOptions) (daemon.Config, error) {
+		if o.workspace != "" {
+			ws = o.workspace
+		}
+		if ws == "" {
+			return daemon.Config{}, errors.New("no workspace: the editor sent no rootUri or workspaceFolders; start smith serve with --workspace DIR")
+		}
+		layered := maps.Clone(o.settings)
+		for key, v := range initSettings(init) {
+			if _, set := layered[key]; !set && v != "" {
+				layered[key] = v
+			}
+		}
+		st, err := config.Load(config.Options{Workspace: ws, Flags: layered, Getenv: s.Getenv, Discover: protocol.Discover})
+		if err != nil {
+			return daemon.Config{}, err
+		}
+		dialect := st.Get("dialect")
+		if dialect == "auto" {
+			dialect = ""
+		}
+		cfg := daemon.Config{
+			Workspace:    ws,
+			Upstream:     st.Get("upstream"),
+			Dialect:      protocol.Dialect(dialect),
+			Token:        st.Get("token"),
+			StateDir:     st.Get("state_dir"),
+			IdleTimeout:  st.Duration("idle_timeout"),
+			MaxTurns:     st.Int("max_turns"),
+			MaxMessage:   st.Int("max_message"),
+			MaxEventSize: st.Int("max_event_size"),
+			AutoApply:    st.Bool("auto_apply"),
+		}
+		return editor.ApplyInitOptions(cfg, editor.InitOptions{})
+	}
+}
+
+// initSettings maps initializationOptions to config keys.
+func initSettings(init editor.InitOptions) map[string]string {
+	m := map[string]string{
+		"upstream":     init.Upstream,
+		"dialect":      init.Dialect,
+		"state_dir":    init.StateDir,
+		"idle_timeout": init.IdleTimeout,
+	}
+	if init.MaxTurns > 0 {
+		m["max_turns"] = strconv.Itoa(init.MaxTurns)
+	}
+	if init.MaxMessage > 0 {
+		m["max_message"] = strconv.Itoa(init.MaxMessage)
+	}
+	if init.AutoApply != nil {
+		m["auto_apply"] = strconv.FormatBool(*init.AutoApply)
+	}
+	return m
 }

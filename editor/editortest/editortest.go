@@ -1,0 +1,496 @@
+// Package editortest is a small fake editor for tests of smith serve: it
+// speaks framed JSON-RPC (LSP base protocol) to a real smith process over
+// its stdin/stdout, or to a Unix socket, keeps buffers the way an editor
+// does (versioned, edited by workspace/applyEdit, reported with didChange)
+// and records every notification the server sends.
+//
+// It deliberately shares no code with package editor: positions are
+// converted here on their own, so a test that passes checks the server's
+// arithmetic against an independent implementation.
+package editortest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Notification is one notification the server sent.
+type Notification struct {
+	Method string
+	Params json.RawMessage
+}
+
+// Buffer is an open document of the fake editor.
+type Buffer struct {
+	Text    string
+	Version int32
+}
+
+// Editor is a fake editor connected to one smith serve.
+type Editor struct {
+	t    testing.TB
+	conn jsonrpc2.Conn
+	raw  *lockedWriter
+	proc *exec.Cmd
+	errb *syncBuffer // the server's stderr (subprocess only)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	notes   []Notification
+	rawErrs []json.RawMessage // error responses as they arrived
+	bufs    map[string]*Buffer
+	edits   []json.RawMessage // workspace/applyEdit params received
+
+	// RefuseEdits makes the editor answer workspace/applyEdit with
+	// applied=false.
+	RefuseEdits bool
+	// Encoding is the position encoding the editor uses ("utf-16" unless
+	// Initialize negotiated another).
+	Encoding string
+}
+
+// Build compiles ./cmd/smith of the module containing dir into outDir and
+// returns the binary's path. Tests build once per run (TestMain).
+func Build(moduleDir, outDir string) (string, error) {
+	bin := filepath.Join(outDir, "smith")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/smith")
+	cmd.Dir = moduleDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/smith: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Start runs bin with args (for example "serve", "--state-dir", dir) and
+// connects to its stdin/stdout. The process is killed at the end of the
+// test if it is still running; its stderr is logged when the test fails.
+func Start(t testing.TB, bin string, args ...string) *Editor {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &syncBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	e := newEditor(t, &pipeRWC{r: stdout, w: stdin})
+	e.proc, e.errb = cmd, errb
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("smith stderr:\n%s", errb.String())
+		}
+	})
+	return e
+}
+
+// Dial connects to a smith serve listening on a Unix socket.
+func Dial(t testing.TB, socket string) *Editor {
+	t.Helper()
+	var nc net.Conn
+	var err error
+	for i := 0; i < 200; i++ { // the server may still be starting
+		if nc, err = net.Dial("unix", socket); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("dial %s: %v", socket, err)
+	}
+	return newEditor(t, nc)
+}
+
+// New connects to a server over rwc (for in-process tests).
+func New(t testing.TB, rwc io.ReadWriteCloser) *Editor { return newEditor(t, rwc) }
+
+func newEditor(t testing.TB, rwc io.ReadWriteCloser) *Editor {
+	e := &Editor{t: t, bufs: map[string]*Buffer{}, Encoding: "utf-16"}
+	e.cond = sync.NewCond(&e.mu)
+	e.raw = &lockedWriter{rwc: rwc}
+	stream := &recordingStream{frames: jsonrpc2.NewHeaderStream(e.raw).(frameStream), onError: e.recordError}
+	e.conn = jsonrpc2.NewConn(stream)
+	e.conn.Go(context.Background(), jsonrpc2.AsyncHandler(e.handle))
+	t.Cleanup(func() { e.conn.Close() })
+	return e
+}
+
+// Stderr returns what the server process wrote to stderr so far.
+func (e *Editor) Stderr() string {
+	if e.errb == nil {
+		return ""
+	}
+	return e.errb.String()
+}
+
+// Process returns the server process (nil when not started by Start).
+func (e *Editor) Process() *exec.Cmd { return e.proc }
+
+// Call sends a request and decodes its result into result (may be nil).
+func (e *Editor) Call(ctx context.Context, method string, params, result any) error {
+	_, err := e.conn.Call(ctx, method, params, result)
+	return err
+}
+
+// CallID is Call that also returns the request id (for $/cancelRequest).
+// The call runs in the background; wait on the returned channel.
+func (e *Editor) CallAsync(ctx context.Context, method string, params any, result any) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- e.Call(ctx, method, params, result) }()
+	return done
+}
+
+// Notify sends a notification.
+func (e *Editor) Notify(ctx context.Context, method string, params any) error {
+	return e.conn.Notify(ctx, method, params)
+}
+
+// WriteRaw writes bytes as they are onto the connection, framing included:
+// for malformed-input tests.
+func (e *Editor) WriteRaw(b []byte) error {
+	_, err := e.raw.Write(b)
+	return err
+}
+
+// Initialize sends initialize (with full workspace-edit capabilities and
+// the given position encodings offered) and initialized. It returns the
+// initialize result.
+func (e *Editor) Initialize(ctx context.Context, root string, initOptions map[string]any, encodings ...string) (json.RawMessage, error) {
+	if len(encodings) == 0 {
+		encodings = []string{"utf-16"}
+	}
+	params := map[string]any{
+		"processId":  os.Getpid(),
+		"clientInfo": map[string]any{"name": "editortest"},
+		"rootUri":    FileURI(root),
+		"capabilities": map[string]any{
+			"workspace": map[string]any{
+				"applyEdit": true,
+				"workspaceEdit": map[string]any{
+					"documentChanges":    true,
+					"resourceOperations": []string{"create", "rename", "delete"},
+				},
+			},
+			"window":  map[string]any{"workDoneProgress": true},
+			"general": map[string]any{"positionEncodings": encodings},
+		},
+	}
+	if initOptions != nil {
+		params["initializationOptions"] = initOptions
+	}
+	var res json.RawMessage
+	if err := e.Call(ctx, "initialize", params, &res); err != nil {
+		return nil, err
+	}
+	var r struct {
+		Capabilities struct {
+			PositionEncoding string `json:"positionEncoding"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.Encoding = r.Capabilities.PositionEncoding
+	e.mu.Unlock()
+	return res, e.Notify(ctx, "initialized", map[string]any{})
+}
+
+// Open opens path with text (didOpen, version 1).
+func (e *Editor) Open(ctx context.Context, path, text string) error {
+	e.mu.Lock()
+	e.bufs[path] = &Buffer{Text: text, Version: 1}
+	e.mu.Unlock()
+	return e.Notify(ctx, "textDocument/didOpen", map[string]any{
+		"textDocument": map[string]any{"uri": FileURI(path), "languageId": "go", "version": 1, "text": text},
+	})
+}
+
+// Type replaces the whole text of an open buffer, as a user edit (full
+// didChange with the next version).
+func (e *Editor) Type(ctx context.Context, path, text string) error {
+	e.mu.Lock()
+	b, ok := e.bufs[path]
+	if !ok {
+		e.mu.Unlock()
+		return fmt.Errorf("%s is not open", path)
+	}
+	b.Text, b.Version = text, b.Version+1
+	v := b.Version
+	e.mu.Unlock()
+	return e.didChangeFull(ctx, path, text, v)
+}
+
+// Close closes an open buffer (didClose).
+func (e *Editor) Close(ctx context.Context, path string) error {
+	e.mu.Lock()
+	delete(e.bufs, path)
+	e.mu.Unlock()
+	return e.Notify(ctx, "textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": FileURI(path)}})
+}
+
+// Buffer returns an open buffer.
+func (e *Editor) Buffer(path string) (Buffer, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, ok := e.bufs[path]
+	if !ok {
+		return Buffer{}, false
+	}
+	return *b, true
+}
+
+// Edits returns the params of every workspace/applyEdit received so far.
+func (e *Editor) Edits() []json.RawMessage {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]json.RawMessage(nil), e.edits...)
+}
+
+// Notifications returns the notifications received so far with method
+// ("" for all).
+func (e *Editor) Notifications(method string) []Notification {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Notification
+	for _, n := range e.notes {
+		if method == "" || n.Method == method {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// WaitNotification waits until a notification with method satisfies
+// match (nil matches any) and returns it.
+func (e *Editor) WaitNotification(ctx context.Context, method string, match func(json.RawMessage) bool) (Notification, error) {
+	stop := context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	})
+	defer stop()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for seen := 0; ; {
+		for ; seen < len(e.notes); seen++ {
+			n := e.notes[seen]
+			if n.Method == method && (match == nil || match(n.Params)) {
+				return n, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return Notification{}, fmt.Errorf("waiting for %s: %w", method, ctx.Err())
+		}
+		e.cond.Wait()
+	}
+}
+
+// WaitRawError waits for the n-th (from 1) error response the server sent
+// for a message the connection could not match to a call (a malformed
+// frame), and returns it.
+func (e *Editor) WaitRawError(ctx context.Context, n int) (json.RawMessage, error) {
+	stop := context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	})
+	defer stop()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.rawErrs) < n {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("waiting for error response %d: %w", n, ctx.Err())
+		}
+		e.cond.Wait()
+	}
+	return e.rawErrs[n-1], nil
+}
+
+// Wait waits for the server process to exit and returns its exit code.
+func (e *Editor) Wait(timeout time.Duration) (int, error) {
+	if e.proc == nil {
+		return 0, errors.New("not a subprocess")
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.proc.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		return 0, err
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("smith did not exit within %s", timeout)
+	}
+}
+
+// CloseStdin closes the connection's write side (the server sees EOF).
+func (e *Editor) CloseStdin() error { return e.raw.closeWrite() }
+
+// handle answers the server's requests and records its notifications.
+func (e *Editor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	params := json.RawMessage(bytes.Clone(req.Params()))
+	if !req.IsCall() {
+		e.mu.Lock()
+		e.notes = append(e.notes, Notification{Method: req.Method(), Params: params})
+		e.cond.Broadcast()
+		e.mu.Unlock()
+		return nil, nil
+	}
+	switch req.Method() {
+	case "workspace/applyEdit":
+		return e.applyEdit(ctx, params)
+	case "window/workDoneProgress/create":
+		return nil, nil
+	}
+	return nil, jsonrpc2.ErrMethodNotFound
+}
+
+func (e *Editor) recordError(frame []byte) {
+	e.mu.Lock()
+	e.rawErrs = append(e.rawErrs, json.RawMessage(bytes.Clone(frame)))
+	e.cond.Broadcast()
+	e.mu.Unlock()
+}
+
+// FileURI is the file:// URI of an absolute path.
+func FileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
+
+// PathOf is the path of a file:// URI.
+func PathOf(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	return filepath.FromSlash(u.Path)
+}
+
+// units counts the code units of s in encoding enc.
+func units(s string, enc string) int {
+	switch enc {
+	case "utf-8":
+		return len(s)
+	case "utf-32":
+		return utf8.RuneCountInString(s)
+	}
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// offset converts an LSP position in text to a byte offset, the way an
+// editor does it: lines split at "\n" (a preceding "\r" belongs to the
+// terminator), characters counted in enc.
+func offset(text string, line, char int, enc string) (int, error) {
+	lines := strings.SplitAfter(text, "\n")
+	if line > len(lines) || (line == len(lines) && char > 0) {
+		return 0, fmt.Errorf("position %d:%d is past the end", line, char)
+	}
+	off := 0
+	for i := 0; i < line; i++ {
+		off += len(lines[i])
+	}
+	if line == len(lines) {
+		return off, nil
+	}
+	l := strings.TrimRight(lines[line], "\r\n")
+	col := 0
+	for i, r := range l {
+		if col == char {
+			return off + i, nil
+		}
+		col += units(string(r), enc)
+	}
+	if col == char {
+		return off + len(l), nil
+	}
+	return 0, fmt.Errorf("character %d of line %d is not on a character boundary or past the line (%d units)", char, line, col)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (e *Editor) didChangeFull(ctx context.Context, path, text string, version int32) error {
+	return e.Notify(ctx, "textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": FileURI(path), "version": version},
+		"contentChanges": []map[string]any{{"text": text}},
+	})
+}
+
+// ChangeRange sends an incremental didChange replacing the range
+// (startLine:startChar)-(endLine:endChar), in the editor's encoding, with
+// text, and updates the buffer the same way.
+func (e *Editor) ChangeRange(ctx context.Context, path string, startLine, startChar, endLine, endChar int, text string) error {
+	e.mu.Lock()
+	b, ok := e.bufs[path]
+	if !ok {
+		e.mu.Unlock()
+		return fmt.Errorf("%s is not open", path)
+	}
+	te := textEdit{NewText: text}
+	te.Range.Start = position{startLine, startChar}
+	te.Range.End = position{endLine, endChar}
+	next, err := applyTextEdits(b.Text, []textEdit{te}, e.Encoding)
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	b.Text, b.Version = next, b.Version+1
+	v := b.Version
+	e.mu.Unlock()
+	return e.Notify(ctx, "textDocument/didChange", map[string]any{
+		"textDocument":   map[string]any{"uri": FileURI(path), "version": v},
+		"contentChanges": []any{map[string]any{"range": te.Range, "text": text}},
+	})
+}
