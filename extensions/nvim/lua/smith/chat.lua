@@ -344,27 +344,38 @@ function M.end_turn(session, outcome, nchanges, errmsg)
   M.lines(session, { '_— ' .. table.concat(parts, ' · ') .. '_' }, 'end')
 end
 
---- Fills the buffer with a dialog's earlier messages (smith/history).
-function M.history(session, messages)
+--- Fills the buffer with a dialog's earlier messages: the events of
+--- smith/history (user, chat, reasoning, tool_call, file_edit).
+function M.history(session, events)
   M.clear(session)
-  for _, m in ipairs(messages or {}) do
-    local role = m.role or m.type
-    local content = m.content or m.text or ''
+  local answered = true
+  for _, m in ipairs(events or {}) do
+    local kind = m.type or m.role
+    local content = m.content
     if type(content) ~= 'string' then
-      content = short(content, 2000)
+      content = ''
     end
-    if role == 'user' then
+    if kind ~= 'user' and not answered then
+      M.lines(session, { '## smith' }, 'heading')
+      answered = true
+    end
+    if kind == 'user' then
+      answered = false
       local lines = { '## You', '' }
       vim.list_extend(lines, vim.split(content, '\n', true))
       M.lines(session, lines, 'user')
-    elseif role == 'reasoning' then
-      if config.options.chat.show_reasoning then
+    elseif kind == 'reasoning' then
+      if config.options.chat.show_reasoning and content ~= '' then
         M.delta(session, content, 'reasoning')
+        session.chat_state.block = nil
       end
-    elseif role == 'tool' or role == 'tool_call' then
-      M.lines(session, { string.format('- tool `%s`', m.name or '?') }, 'item')
-    else
-      M.lines(session, { '## smith' }, 'heading')
+    elseif kind == 'tool_call' then
+      if config.options.chat.show_tools then
+        M.lines(session, { string.format('- tool `%s`', m.name or '?') }, 'item')
+      end
+    elseif kind == 'file_edit' then
+      M.lines(session, { string.format('- change `%s`', m.file or '?') }, 'item')
+    elseif content ~= '' then
       M.delta(session, content, 'text')
       session.chat_state.block = nil
     end

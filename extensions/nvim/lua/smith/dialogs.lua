@@ -50,7 +50,7 @@ function M.select(session, dialog_id, cb)
     session:request('smith/history', { dialogId = dialog_id }, function(herr, result)
       local messages = {}
       if not herr and type(result) == 'table' then
-        messages = result.messages or result.history or result
+        messages = result.events or result.messages or result
       end
       chat.history(session, messages)
       util.redraw_status()

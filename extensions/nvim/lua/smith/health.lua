@@ -63,31 +63,23 @@ function M.check()
     return
   end
   report.ok('smith serve answers')
-  local up = type(result) == 'table' and result.upstream or nil
-  if type(up) ~= 'table' then
-    report.warn('smith/status did not describe the upstream: ' .. vim.inspect(result))
+  if type(result) ~= 'table' then
+    report.warn('smith/status answered ' .. vim.inspect(result))
     return
   end
-  local where = up.url or up.baseUrl or '?'
-  local reachable = up.reachable
-  if reachable == nil then
-    reachable = up.ok
-  end
-  if reachable == nil then
-    reachable = up.healthy
-  end
-  if reachable then
-    local extra = {}
-    for _, k in ipairs({ 'dialect', 'version', 'server' }) do
-      if type(up[k]) == 'string' and up[k] ~= '' then
-        table.insert(extra, k .. ' ' .. up[k])
-      end
-    end
-    report.ok(string.format('upstream %s answers%s', where, #extra > 0 and (' (' .. table.concat(extra, ', ') .. ')') or ''))
+  local where = result.upstream or '?'
+  if result.reachable then
+    local dialect = result.dialect and result.dialect ~= '' and (' (dialect ' .. result.dialect .. ')') or ''
+    report.ok(string.format('upstream %s answers%s', where, dialect))
   else
-    report.error(string.format('upstream %s does not answer: %s', where, up.error or up.message or 'no reason given'), {
-      'start it, or point smith at it: setup{cmd = {"smith", "serve", "--upstream", "http://127.0.0.1:8765"}}',
+    report.error(string.format('upstream %s does not answer: %s', where, result.error or 'no reason given'), {
+      'start the chat server, or point smith at one: '
+        .. "setup{cmd = {'smith', 'serve', '--upstream', 'http://127.0.0.1:8765'}}",
+      'smith upstream --workspace . runs an offline one',
     })
+  end
+  if result.pendingChanges and result.pendingChanges > 0 then
+    report.info(string.format('%d pending change(s): :SmithChanges', result.pendingChanges))
   end
 end
 
