@@ -1,7 +1,291 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/spf13/cobra"
+)
+
+type applyOpts struct {
+	directory string
+	check     bool
+	preview   bool
+	strip     int
+	reverse   bool
+	include   []string
+	exclude   []string
+	hunks     string
+	strict    bool
+	json      bool
+	recover   bool
+	target    string
+}
 
 func newApplyCmd(s *IOStreams) *cobra.Command {
-	return notYet("apply [PATCH|-]", "Apply a unified diff to the working tree, tolerant but never silently wrong", "  smith apply --preview fix.patch")
+	o := &applyOpts{}
+	cmd := &cobra.Command{
+		Use:   "apply [PATCH|-]",
+		Short: "Apply a unified diff to the working tree, tolerant but never silently wrong",
+		Long: `Apply a unified diff (from a file, or standard input with - or no argument) to the
+files under the current directory. Sloppy diffs are repaired (wrong @@ counts, hunks
+without line numbers, Markdown fences, a/ b/ or missing prefixes, AgentSmithy's difflib
+output); each hunk is located by a ladder — exact, offset, whitespace-insensitive,
+fuzz — and reported with the level used. A hunk that fits in more than one place, or
+nowhere, is a conflict: then nothing is written and the exit status is 1. All files
+are written atomically, with a journal that a killed run leaves for --recover.`,
+		Example: `  smith apply fix.patch
+  smith apply --preview fix.patch
+  git diff | smith apply --check -
+  smith apply --hunks 1,3 --strict fix.patch
+  smith apply --reverse fix.patch        # undo it
+  smith apply --json --check fix.patch`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd.Context(), s, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.directory, "directory", "C", "", "workspace root (default: the current directory)")
+	f.BoolVar(&o.check, "check", false, "only check that the diff applies; write nothing")
+	f.BoolVar(&o.preview, "preview", false, "show each hunk where it would go, with its match level; write nothing")
+	f.IntVarP(&o.strip, "strip", "p", -1, "remove N leading path components (default: detect)")
+	f.BoolVarP(&o.reverse, "reverse", "R", false, "apply the diff backwards")
+	f.StringSliceVar(&o.include, "include", nil, "only files matching these globs (path.Match, or a directory prefix)")
+	f.StringSliceVar(&o.exclude, "exclude", nil, "skip files matching these globs")
+	f.StringVar(&o.hunks, "hunks", "", "apply only these hunks, by id across the diff: 1,3,5-7")
+	f.BoolVar(&o.strict, "strict", false, "accept byte-exact matches only (no whitespace or fuzz)")
+	f.BoolVar(&o.json, "json", false, "print the plan or result as JSON (see docs/cli.md)")
+	f.BoolVar(&o.recover, "recover", false, "roll back an apply that was interrupted, then exit")
+	f.StringVar(&o.target, "target", "", "apply a one-file diff to this path, whatever its headers say")
+	return cmd
+}
+
+func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	root := o.directory
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return usageErrorf("cannot tell the current directory: %v", err)
+		}
+		root = wd
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return usageErrorf("bad --directory: %v", err)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return usageErrorf("--directory %s: not a directory", root)
+	}
+	journal, jerr := applyJournalDir(s, root)
+	if o.recover {
+		if jerr != nil {
+			return usageErrorf("%v", jerr)
+		}
+		n, err := diffapply.Recover(journal)
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("recover: %w", err)}
+		}
+		fmt.Fprintf(s.Err, "recovered %d interrupted apply(s) in %s\n", n, root)
+		return nil
+	}
+	ids, err := parseHunkIDs(o.hunks)
+	if err != nil {
+		return usageErrorf("--hunks: %v", err)
+	}
+	diff, name, err := readPatch(s, args)
+	if err != nil {
+		return err
+	}
+	writes := !o.check && !o.preview
+	if writes && jerr == nil {
+		// A run killed mid-commit left a journal: finish it first.
+		if n, err := diffapply.Recover(journal); err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("an earlier interrupted apply could not be rolled back: %w", err)}
+		} else if n > 0 {
+			fmt.Fprintf(s.Err, "rolled back %d interrupted apply(s) first\n", n)
+		}
+	}
+	strip := o.strip
+	switch {
+	case strip == 0:
+		strip = diffapply.StripNone
+	case strip < 0:
+		strip = 0
+	}
+	opts := diffapply.Options{
+		Strip: strip, Strict: o.strict, Reverse: o.reverse, Target: o.target,
+		Select: pathFilter(o.include, o.exclude),
+	}
+	p, err := diffapply.Plan(root, diff, opts)
+	if err != nil {
+		if errors.Is(err, diffapply.ErrUnsafePath) {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w (nothing written)", name, err)}
+		}
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", name, err)}
+	}
+	if len(p.Files) == 0 {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: no file left to patch (check --include/--exclude)", name)}
+	}
+	if ids != nil {
+		if err := checkIDs(p, ids); err != nil {
+			return usageErrorf("--hunks: %v", err)
+		}
+	}
+	_, planErr := p.Writes(ids)
+	res := &applyResult{Result: "checked", Root: p.Root, Repairs: p.Repairs, patch: p, ids: ids}
+	switch {
+	case planErr != nil:
+		res.Result = "conflict"
+		res.Error = planErr.Error()
+	case o.preview:
+		res.Result = "preview"
+	case writes:
+		if err := p.Apply(ctx, ids, journalOrEmpty(journal, jerr)); err != nil {
+			res.Result = "failed"
+			res.Error = err.Error()
+			res.err = err
+			planErr = err
+		} else {
+			res.Result = "applied"
+		}
+	}
+	switch {
+	case o.json:
+		if err := writeApplyJSON(s.Out, res); err != nil {
+			return err
+		}
+	case o.preview:
+		writePreview(s, p, ids)
+	default:
+		writeReport(s, res)
+	}
+	if planErr != nil {
+		return &ExitError{Code: ExitFailure, Err: planErr, Silent: true}
+	}
+	return nil
+}
+
+func journalOrEmpty(dir string, err error) string {
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// applyJournalDir is where smith apply keeps the journal for root: under
+// the user's state directory, never inside the workspace.
+func applyJournalDir(s *IOStreams, root string) (string, error) {
+	base := s.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home := s.Getenv("HOME")
+		if home == "" {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no state directory: set XDG_STATE_HOME or HOME")
+			}
+			home = h
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, "smith", "apply", hex.EncodeToString(sum[:8])), nil
+}
+
+func readPatch(s *IOStreams, args []string) ([]byte, string, error) {
+	if len(args) == 0 || args[0] == "-" {
+		if len(args) == 0 && s.InTTY {
+			return nil, "", usageErrorf("no patch given: pass a file, or pipe one into 'smith apply -'")
+		}
+		b, err := io.ReadAll(s.In)
+		if err != nil {
+			return nil, "", usageErrorf("reading standard input: %v", err)
+		}
+		return b, "<stdin>", nil
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return nil, "", usageErrorf("cannot read the patch: %v", err)
+	}
+	return b, args[0], nil
+}
+
+// parseHunkIDs reads "1,3,5-7"; "" means all (nil).
+func parseHunkIDs(spec string) ([]int, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	ids := []int{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 1 {
+			return nil, fmt.Errorf("%q is not a hunk id (ids start at 1)", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a range", part)
+			}
+		}
+		for i := a; i <= b; i++ {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+func checkIDs(p *diffapply.Patch, ids []int) error {
+	n := 0
+	for _, f := range p.Files {
+		n += len(f.Hunks)
+	}
+	for _, id := range ids {
+		if id > n {
+			return fmt.Errorf("hunk %d does not exist (the diff has %d)", id, n)
+		}
+	}
+	return nil
+}
+
+// pathFilter builds Options.Select from --include and --exclude.
+func pathFilter(include, exclude []string) func(string) bool {
+	if len(include) == 0 && len(exclude) == 0 {
+		return nil
+	}
+	match := func(pats []string, p string) bool {
+		for _, pat := range pats {
+			pat = strings.TrimSuffix(pat, "/")
+			if ok, _ := path.Match(pat, p); ok {
+				return true
+			}
+			if ok, _ := path.Match(pat, path.Base(p)); ok && !strings.Contains(pat, "/") {
+				return true
+			}
+			if strings.HasPrefix(p, pat+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	return func(p string) bool {
+		if len(include) > 0 && !match(include, p) {
+			return false
+		}
+		return !match(exclude, p)
+	}
 }

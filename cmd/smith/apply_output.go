@@ -1,0 +1,228 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
+)
+
+// applyResult is what `smith apply --json` prints (docs/cli.md).
+type applyResult struct {
+	Result  string      `json:"result"` // applied, checked, preview, conflict, failed
+	Root    string      `json:"root"`
+	Repairs []string    `json:"repairs,omitempty"`
+	Files   []applyFile `json:"files"`
+	Error   string      `json:"error,omitempty"`
+
+	patch *diffapply.Patch
+	ids   []int
+	err   error
+}
+
+type applyFile struct {
+	*diffapply.File
+	Diff string `json:"diff"` // as-applied unified diff of the chosen hunks
+}
+
+func writeApplyJSON(w io.Writer, res *applyResult) error {
+	for _, f := range res.patch.Files {
+		res.Files = append(res.Files, applyFile{File: f, Diff: f.Diff(chosenIn(f, res.ids))})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// chosenIn narrows ids to the matching hunks of f (nil: all of them).
+func chosenIn(f *diffapply.File, ids []int) []int {
+	var out []int
+	for _, h := range f.Hunks {
+		if h.OK() && (ids == nil || contains(ids, h.ID)) {
+			out = append(out, h.ID)
+		}
+	}
+	if out == nil {
+		out = []int{}
+	}
+	return out
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// writeReport prints one line per hunk: where it went and how, or why not.
+func writeReport(s *IOStreams, res *applyResult) {
+	p := res.patch
+	for _, r := range p.Repairs {
+		fmt.Fprintf(s.Err, "note: %s\n", r)
+	}
+	verb := map[string]string{"applied": "applied", "checked": "applies", "conflict": "would apply", "failed": "would apply"}[res.Result]
+	var conflicted bool
+	for _, f := range p.Files {
+		if len(f.Hunks) == 0 {
+			if f.Conflict != nil {
+				fmt.Fprintf(s.Err, "%s: %s\n", f.Path, f.Conflict)
+			} else {
+				fmt.Fprintf(s.Out, "%s: %s\n", f.Path, describeOp(f))
+			}
+		}
+		for _, h := range f.Hunks {
+			if res.ids != nil && !contains(res.ids, h.ID) {
+				continue
+			}
+			if !h.OK() {
+				conflicted = true
+				writeConflict(s, h)
+				continue
+			}
+			fmt.Fprintf(s.Out, "%s: hunk %d %s %s%s\n", f.Path, h.Index, verb, h.Where(), idNote(p, h))
+		}
+	}
+	switch res.Result {
+	case "applied":
+		fmt.Fprintf(s.Err, "%s\n", summary(p, res.ids))
+	case "conflict":
+		if !conflicted {
+			fmt.Fprintf(s.Err, "smith apply: %s\n", res.Error)
+		}
+		fmt.Fprintln(s.Err, "nothing was written; fix the diff, or choose other hunks with --hunks")
+	case "failed":
+		fmt.Fprintf(s.Err, "smith apply: %s\nnothing was written\n", res.Error)
+		if errors.Is(res.err, diffapply.ErrStale) {
+			fmt.Fprintln(s.Err, "a file changed while smith was planning; run it again")
+		}
+	}
+}
+
+func idNote(p *diffapply.Patch, h *diffapply.Hunk) string {
+	if len(p.Files) == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" [id %d]", h.ID)
+}
+
+func describeOp(f *diffapply.File) string {
+	switch f.Op {
+	case diffapply.OpRename:
+		return "renamed from " + f.OldPath
+	case diffapply.OpCopy:
+		return "copied from " + f.OldPath
+	case diffapply.OpCreate:
+		return "created"
+	case diffapply.OpDelete:
+		return "deleted"
+	}
+	if f.Mode != 0 {
+		return fmt.Sprintf("mode set to %o", f.Mode)
+	}
+	return "unchanged"
+}
+
+func writeConflict(s *IOStreams, h *diffapply.Hunk) {
+	fmt.Fprintf(s.Err, "%s: hunk %d refused: ", h.File.Path, h.Index)
+	c := h.Conflict
+	if c == nil {
+		c = h.File.Conflict
+	}
+	fmt.Fprintln(s.Err, c.Reason)
+	if len(c.Candidates) > 0 {
+		fmt.Fprintf(s.Err, "  it matches equally well at lines %s; add context lines to tell them apart\n", joinIDs(c.Candidates))
+	} else if c.NearLine > 0 {
+		fmt.Fprintf(s.Err, "  closest place: line %d, where %d of its %d old lines match\n", c.NearLine, c.NearMatched, c.NearTotal)
+	}
+	if c.Detail != "" {
+		fmt.Fprintf(s.Err, "  %s\n", c.Detail)
+	}
+	fmt.Fprintf(s.Err, "  %s\n", h.Header)
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(h.Body, "\n"), "\n") {
+		fmt.Fprintf(s.Err, "  %s", strings.TrimSuffix(l, "\n")+"\n")
+	}
+}
+
+func joinIDs(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func summary(p *diffapply.Patch, ids []int) string {
+	files, hunks := 0, 0
+	for _, f := range p.Files {
+		n := len(chosenIn(f, ids))
+		if n > 0 || len(f.Hunks) == 0 {
+			files++
+		}
+		hunks += n
+	}
+	return fmt.Sprintf("applied %d hunk(s) to %d file(s)", hunks, files)
+}
+
+// ANSI colors for --preview on a terminal.
+const (
+	cRed, cGreen, cCyan, cYellow, cDim, cBold, cReset = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[1m", "\x1b[0m"
+)
+
+// writePreview shows every hunk where it would go, with its level.
+func writePreview(s *IOStreams, p *diffapply.Patch, ids []int) {
+	color := s.ColorOut()
+	paint := func(c, text string) string {
+		if !color {
+			return text
+		}
+		return c + text + cReset
+	}
+	for _, r := range p.Repairs {
+		fmt.Fprintf(s.Out, "%s\n", paint(cDim, "note: "+r))
+	}
+	for _, f := range p.Files {
+		title := fmt.Sprintf("%s (%s)", f.Path, f.Op)
+		if f.OldPath != "" {
+			title = fmt.Sprintf("%s -> %s (%s)", f.OldPath, f.Path, f.Op)
+		}
+		fmt.Fprintln(s.Out, paint(cBold, "== "+title))
+		if f.Conflict != nil {
+			fmt.Fprintln(s.Out, paint(cRed, "   refused: "+f.Conflict.String()))
+		}
+		for _, h := range f.Hunks {
+			if ids != nil && !contains(ids, h.ID) {
+				continue
+			}
+			status := paint(cGreen, string(h.Level)) + " " + h.Where()
+			if h.Level != diffapply.LevelExact {
+				status = paint(cYellow, string(h.Level)) + " " + h.Where()
+			}
+			if !h.OK() {
+				c := h.Conflict
+				if c == nil {
+					c = f.Conflict
+				}
+				status = paint(cRed, "conflict") + ": " + c.String()
+			}
+			fmt.Fprintf(s.Out, "-- hunk %d [id %d] %s\n", h.Index, h.ID, status)
+			fmt.Fprintln(s.Out, paint(cCyan, h.Header))
+			for _, l := range strings.Split(strings.TrimSuffix(h.Body, "\n"), "\n") {
+				switch {
+				case strings.HasPrefix(l, "+"):
+					l = paint(cGreen, l)
+				case strings.HasPrefix(l, "-"):
+					l = paint(cRed, l)
+				default:
+					l = paint(cDim, l)
+				}
+				fmt.Fprintln(s.Out, l)
+			}
+		}
+	}
+}

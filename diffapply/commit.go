@@ -1,0 +1,423 @@
+package diffapply
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Write is one file of an atomic transaction.
+type Write struct {
+	// Path is relative to the root (slash-separated) or absolute inside it.
+	Path string
+	// Content is the new content; nil deletes the file.
+	Content []byte
+	// Mode sets the permission bits; 0 keeps the current ones (0644 for a
+	// new file).
+	Mode fs.FileMode
+	// ExpectHash guards against lost updates: "" skips the check,
+	// HashAbsent requires that the file does not exist, anything else must
+	// equal Hash of the current content.
+	ExpectHash string
+}
+
+// The journal of one transaction is a directory journalDir/tx-*/ holding
+// manifest.json and a backup of every pre-image. The protocol:
+//
+//  1. manifest in state "staging" (before any file is created);
+//  2. backups and the temp files next to the targets, each fsynced;
+//  3. manifest rewritten (temp + rename) to state "committing";
+//  4. each temp renamed over its target (or the target removed);
+//  5. the transaction directory removed.
+//
+// A crash before 3 leaves only temp files, which Recover deletes; a crash
+// after 3 leaves complete backups, from which Recover restores every file.
+// So every file ends up entirely before or after, never in between.
+type manifest struct {
+	Version int            `json:"version"`
+	State   string         `json:"state"` // "staging" or "committing"
+	Entries []journalEntry `json:"entries"`
+}
+
+type journalEntry struct {
+	Path    string      `json:"path"`             // absolute target
+	Temp    string      `json:"temp,omitempty"`   // absolute temp file next to the target
+	Backup  string      `json:"backup,omitempty"` // file in the transaction dir
+	Existed bool        `json:"existed"`
+	Mode    fs.FileMode `json:"mode"` // mode of the pre-image
+	Dirs    []string    `json:"dirs,omitempty"`
+}
+
+const (
+	stateStaging    = "staging"
+	stateCommitting = "committing"
+)
+
+// Commit writes all files or none. Each target must pass the workspace
+// rules (see Plan) and its ExpectHash; contents go to temp files in the
+// target's directory, are fsynced and renamed into place. On any failure
+// the files already renamed are restored. With a journalDir, a process
+// killed mid-commit leaves a journal that Recover(journalDir) rolls back;
+// with "" there is no journal. ctx is checked before the first rename.
+// Concurrent Commits on the same files are not coordinated.
+func Commit(ctx context.Context, root string, writes []Write, journalDir string) error {
+	return commit(ctx, root, writes, journalDir, nil)
+}
+
+// commit is Commit with a hook called after the i-th target was renamed
+// (tests use it to kill the process mid-commit).
+func commit(ctx context.Context, root string, writes []Write, journalDir string, afterRename func(i int)) (err error) {
+	ws, err := newWorkspace(root)
+	if err != nil {
+		return fmt.Errorf("workspace root: %w", err)
+	}
+	entries, contents, backups, err := prepare(ws, writes)
+	if err != nil {
+		return err
+	}
+	var tx string
+	if journalDir != "" {
+		if tx, err = newTxDir(journalDir); err != nil {
+			return err
+		}
+	}
+	m := &manifest{Version: 1, State: stateStaging, Entries: entries}
+	cleanup := func() {
+		for _, e := range entries {
+			if e.Temp != "" {
+				os.Remove(e.Temp)
+			}
+		}
+		if tx != "" {
+			os.RemoveAll(tx)
+		}
+	}
+	if tx != "" {
+		if err := writeManifest(tx, m); err != nil {
+			cleanup()
+			return err
+		}
+	}
+	if err := stage(tx, entries, contents, backups, writes); err != nil {
+		cleanup()
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		cleanup()
+		return err
+	}
+	if tx != "" {
+		m.State = stateCommitting
+		if err := writeManifest(tx, m); err != nil {
+			cleanup()
+			return err
+		}
+	}
+	for i := range entries {
+		e := &entries[i]
+		var rerr error
+		if writes[i].Content == nil {
+			rerr = os.Remove(e.Path)
+		} else {
+			rerr = os.Rename(e.Temp, e.Path)
+		}
+		if rerr != nil {
+			rb := rollback(tx, entries, backups)
+			cleanup()
+			return errors.Join(fmt.Errorf("writing %s: %w; all files were restored", e.Path, rerr), rb)
+		}
+		syncDir(filepath.Dir(e.Path))
+		if afterRename != nil {
+			afterRename(i)
+		}
+	}
+	if tx != "" {
+		if err := os.RemoveAll(tx); err != nil {
+			return fmt.Errorf("all files written, but removing the journal %s failed: %w", tx, err)
+		}
+		syncDir(journalDir)
+	}
+	return nil
+}
+
+// prepare resolves every target, checks hashes and reads the pre-images.
+func prepare(ws *workspace, writes []Write) ([]journalEntry, [][]byte, [][]byte, error) {
+	entries := make([]journalEntry, len(writes))
+	contents := make([][]byte, len(writes))
+	backups := make([][]byte, len(writes))
+	seen := map[string]bool{}
+	for i, w := range writes {
+		rel, err := ws.rel(w.Path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		abs, err := ws.resolve(rel)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if seen[abs] {
+			return nil, nil, nil, fmt.Errorf("%s is written twice in one transaction", rel)
+		}
+		seen[abs] = true
+		e := journalEntry{Path: abs, Mode: 0o644}
+		cur, err := os.ReadFile(abs)
+		switch {
+		case err == nil:
+			e.Existed = true
+			fi, err := os.Stat(abs)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			e.Mode = fi.Mode().Perm()
+			backups[i] = cur
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		got := HashAbsent
+		if e.Existed {
+			got = Hash(cur)
+		}
+		if w.ExpectHash != "" && w.ExpectHash != got {
+			return nil, nil, nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}
+		}
+		if w.Content == nil && !e.Existed {
+			return nil, nil, nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
+		}
+		if w.Content != nil {
+			e.Temp = filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".smith-"+randomHex(6))
+			contents[i] = w.Content
+		}
+		entries[i] = e
+	}
+	return entries, contents, backups, nil
+}
+
+// stage writes the backups and the temp files, all fsynced.
+func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes []Write) error {
+	for i := range entries {
+		e := &entries[i]
+		if tx != "" && e.Existed {
+			e.Backup = fmt.Sprintf("backup-%d", i)
+			if err := writeSynced(filepath.Join(tx, e.Backup), backups[i], 0o600); err != nil {
+				return fmt.Errorf("journal backup of %s: %w", e.Path, err)
+			}
+		}
+		if e.Temp == "" {
+			continue
+		}
+		dirs, err := mkdirs(filepath.Dir(e.Path))
+		if err != nil {
+			return err
+		}
+		e.Dirs = dirs
+		mode := writes[i].Mode
+		if mode == 0 {
+			mode = e.Mode
+		}
+		if err := writeSynced(e.Temp, contents[i], mode); err != nil {
+			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
+		}
+	}
+	if tx != "" {
+		syncDir(tx)
+	}
+	return nil
+}
+
+// mkdirs creates dir and its missing parents, returning those it created.
+func mkdirs(dir string) ([]string, error) {
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return created, nil
+}
+
+func writeSynced(path string, b []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(mode) // the umask must not change the file's mode
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: some file systems refuse to sync directories
+		d.Close()
+	}
+}
+
+func writeManifest(tx string, m *manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(tx, "manifest.json.tmp")
+	os.Remove(tmp)
+	if err := writeSynced(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing the journal: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(tx, "manifest.json")); err != nil {
+		return fmt.Errorf("writing the journal: %w", err)
+	}
+	syncDir(tx)
+	return nil
+}
+
+func newTxDir(journalDir string) (string, error) {
+	if err := os.MkdirAll(journalDir, 0o700); err != nil {
+		return "", fmt.Errorf("journal directory: %w", err)
+	}
+	tx := filepath.Join(journalDir, fmt.Sprintf("tx-%d-%s", time.Now().UnixNano(), randomHex(4)))
+	if err := os.Mkdir(tx, 0o700); err != nil {
+		return "", fmt.Errorf("journal directory: %w", err)
+	}
+	syncDir(journalDir)
+	return tx, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// rollback puts every entry back to its pre-image: from memory when the
+// committing process still runs, else from the journal's backups.
+func rollback(tx string, entries []journalEntry, mem [][]byte) error {
+	var errs []error
+	for i, e := range entries {
+		if e.Temp != "" {
+			os.Remove(e.Temp)
+		}
+		if !e.Existed {
+			if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
+			}
+			for _, d := range e.Dirs {
+				os.Remove(d) // only succeeds while empty
+			}
+			continue
+		}
+		var old []byte
+		if mem != nil {
+			old = mem[i]
+		} else {
+			b, err := os.ReadFile(filepath.Join(tx, e.Backup))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cannot restore %s: backup unreadable: %w", e.Path, err))
+				continue
+			}
+			old = b
+		}
+		if err := replace(e.Path, old, e.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("restoring %s: %w", e.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replace writes b to path through a synced temp file and a rename.
+func replace(path string, b []byte, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".smith-"+randomHex(6))
+	if err := writeSynced(tmp, b, mode); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// Recover finishes what a killed Commit left in journalDir: a transaction
+// that had not started renaming loses its temp files; one that had is
+// rolled back from its backups, so every file is as before that Commit.
+// It returns how many transactions it rolled back. A missing journalDir
+// is not an error. Call it before planning against files a Commit with
+// the same journalDir may have touched.
+func Recover(journalDir string) (int, error) {
+	ents, err := os.ReadDir(journalDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the journal: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, de := range ents {
+		if !de.IsDir() || !strings.HasPrefix(de.Name(), "tx-") {
+			continue
+		}
+		tx := filepath.Join(journalDir, de.Name())
+		b, err := os.ReadFile(filepath.Join(tx, "manifest.json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(tx) // killed before the manifest: nothing was created
+			continue
+		}
+		var m manifest
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("journal %s: %w; inspect it by hand", tx, err))
+			continue
+		}
+		if m.State == stateCommitting {
+			if err := rollback(tx, m.Entries, nil); err != nil {
+				errs = append(errs, fmt.Errorf("journal %s: %w; the journal is kept", tx, err))
+				continue
+			}
+			n++
+		} else {
+			for _, e := range m.Entries {
+				if e.Temp != "" {
+					os.Remove(e.Temp)
+				}
+				for _, d := range e.Dirs {
+					os.Remove(d)
+				}
+			}
+		}
+		os.RemoveAll(tx)
+	}
+	syncDir(journalDir)
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,110 @@
+package diffapply
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+)
+
+// PlanContent plans a whole-file write (a tool that wrote a file): it
+// diffs the current content of path (from opts.ReadFile or disk) against
+// newContent with go-udiff and plans that diff, so the result has hunks
+// that can be previewed, chosen and reverted like any other. newContent
+// nil plans a deletion; a missing file is a creation. When nothing
+// changes the Patch has no files.
+//
+// Line endings: matching ignores them and added lines take the file's
+// convention (see the package doc), so content that only changes a CRLF
+// file's line endings to LF renders with the file's CRLF kept.
+func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, error) {
+	ws, err := newWorkspace(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	rel, err := ws.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	var old []byte
+	var existed bool
+	if opts.ReadFile != nil {
+		old, existed, err = opts.ReadFile(rel)
+	} else {
+		var abs string
+		if abs, err = ws.resolve(rel); err == nil {
+			old, err = os.ReadFile(abs)
+			existed = err == nil
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	if !existed && newContent == nil {
+		return nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
+	}
+	oldLabel, newLabel := "a/"+rel, "b/"+rel
+	switch {
+	case !existed:
+		oldLabel = "/dev/null"
+	case newContent == nil:
+		newLabel = "/dev/null"
+	}
+	text := udiff.Unified(oldLabel, newLabel, string(old), string(newContent))
+	if text == "" {
+		if !existed || (newContent == nil && len(old) == 0) {
+			// Creating or deleting an empty file has no hunks: say so in
+			// git's extended headers.
+			text = fmt.Sprintf("diff --git a/%[1]s b/%[1]s\nnew file mode 100644\n", rel)
+			if newContent == nil {
+				text = fmt.Sprintf("diff --git a/%[1]s b/%[1]s\ndeleted file mode 100644\n", rel)
+			}
+		} else {
+			return &Patch{Root: ws.root}, nil
+		}
+	}
+	opts.Target = rel
+	opts.Reverse = false
+	return Plan(root, []byte(text), opts)
+}
+
+// Diff is the as-applied unified diff of the chosen hunks (nil ids means
+// all): Before against Render(ids), with the file's real context lines.
+func (f *File) Diff(ids []int) string {
+	oldLabel, newLabel := "a/"+f.Path, "b/"+f.Path
+	if f.OldPath != "" {
+		oldLabel = "a/" + f.OldPath
+	}
+	after := string(f.Render(ids))
+	switch f.Op {
+	case OpCreate:
+		oldLabel = "/dev/null"
+	case OpDelete:
+		if ids == nil || len(ids) == len(f.Hunks) {
+			newLabel, after = "/dev/null", ""
+		}
+	}
+	return udiff.Unified(oldLabel, newLabel, string(f.Before), after)
+}
+
+// ReverseDiff is a diff that takes the file from "all matched hunks
+// applied" back to "all but ids applied": plan it (with Options.Target
+// set to f.Path) against the current text to reject those hunks after
+// they were applied; the ladder re-locates them if the text moved.
+func (f *File) ReverseDiff(ids []int) string {
+	var keep []int
+	for _, h := range f.Hunks {
+		if h.OK() && !selected(ids, h.ID) {
+			keep = append(keep, h.ID)
+		}
+	}
+	if keep == nil {
+		keep = []int{}
+	}
+	return udiff.Unified("a/"+f.Path, "b/"+f.Path, string(f.Render(nil)), string(f.Render(keep)))
+}

@@ -1,0 +1,103 @@
+package diffapply
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrBadDiff: the input is not a diff we can read. *ParseError wraps it.
+	ErrBadDiff = errors.New("bad diff")
+	// ErrBinary: the diff holds a binary patch, which is refused.
+	ErrBinary = errors.New("binary patch")
+	// ErrUnsafePath: a target path breaks a confinement rule. *PathError wraps it.
+	ErrUnsafePath = errors.New("unsafe path")
+	// ErrConflict: a hunk chosen for applying has no safe match. *ConflictError wraps it.
+	ErrConflict = errors.New("conflict")
+	// ErrStale: a file changed after the plan was made. *StaleError wraps it.
+	ErrStale = errors.New("file changed since the plan was made")
+)
+
+// ParseError reports a diff that cannot be read, with the 1-based line of
+// the diff text where the trouble is.
+type ParseError struct {
+	Line int
+	Msg  string
+	Err  error // the cause (a go-diff error, ErrBinary), may be nil
+}
+
+func (e *ParseError) Error() string {
+	s := fmt.Sprintf("diff line %d: %s", e.Line, e.Msg)
+	if e.Err != nil && !errors.Is(e.Err, ErrBinary) {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is makes every ParseError match ErrBadDiff.
+func (e *ParseError) Is(target error) bool { return target == ErrBadDiff }
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// PathError reports a target path that was refused, naming the rule.
+type PathError struct {
+	Path string // as written in the diff (or given by the caller)
+	Rule string // which rule refused it, e.g. "leaves the workspace root"
+}
+
+// Path rules, the values of PathError.Rule.
+const (
+	RuleEmpty      = "is empty"
+	RuleNUL        = "contains a NUL byte"
+	RuleDotDot     = "contains a '..' component"
+	RuleOutside    = "is an absolute path outside the workspace root"
+	RuleGitDir     = "is inside .git"
+	RuleSymlink    = "resolves through a symlink to outside the workspace root"
+	RuleNotRegular = "is not a regular file"
+	RuleStrip      = "has too few components for -p"
+)
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("refusing path %q: it %s", e.Path, e.Rule)
+}
+
+// Is makes every PathError match ErrUnsafePath.
+func (e *PathError) Is(target error) bool { return target == ErrUnsafePath }
+
+// ConflictError lists the chosen hunks that cannot be applied safely.
+type ConflictError struct {
+	Hunks []*Hunk
+}
+
+func (e *ConflictError) Error() string {
+	var parts []string
+	for _, h := range e.Hunks {
+		parts = append(parts, h.Describe())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// StaleError reports a file whose content no longer has the hash the
+// write expected.
+type StaleError struct {
+	Path string
+	Want string
+	Got  string
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("%s changed since the plan was made (expected %s, found %s); plan again", e.Path, short(e.Want), short(e.Got))
+}
+
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+func short(h string) string {
+	if len(h) > 19 {
+		return h[:19]
+	}
+	return h
+}

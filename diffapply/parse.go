@@ -1,0 +1,316 @@
+package diffapply
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sourcegraph/go-diff/diff"
+)
+
+// hunkLine is one body line: op is ' ', '-' or '+'; text has no line
+// terminator (a CR the diff carried is dropped: line endings come from
+// the file, see text.go).
+type hunkLine struct {
+	op   byte
+	text string
+}
+
+// hunk is a parsed, repaired, recounted hunk.
+type hunk struct {
+	oldStart, oldCount int
+	newStart, newCount int
+	numbered           bool
+	section            string
+	lines              []hunkLine
+	oldNoNL, newNoNL   bool // "\ No newline at end of file" on that side
+	line               int  // line of the @@ header in the diff
+}
+
+// fileDiff is one parsed file of a diff.
+type fileDiff struct {
+	oldName, newName     string // as go-diff returns them (prefixes kept)
+	renameFrom, renameTo string // git extended headers, unprefixed
+	copyFrom, copyTo     string
+	oldMode, newMode     uint32
+	newFile, deletedFile bool
+	hunks                []*hunk
+	line                 int
+}
+
+// parse scans, repairs and parses a diff. Every file header and every hunk
+// goes through go-diff (KeepCR); see scan.go for why we find their bounds
+// ourselves first.
+func parse(b []byte) ([]*fileDiff, *scanned, error) {
+	sc, err := scan(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*fileDiff
+	for _, rf := range sc.files {
+		fd, err := parseFile(rf)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, fd)
+	}
+	return out, sc, nil
+}
+
+func parseFile(rf *rawFile) (*fileDiff, error) {
+	fd := &fileDiff{line: rf.line}
+	for _, l := range rf.header {
+		l = strings.TrimSuffix(l, "\r")
+		if strings.HasPrefix(l, "GIT binary patch") || (strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ")) {
+			return nil, &ParseError{Line: rf.line, Msg: fmt.Sprintf("binary patch for %s: binary patches are not supported; apply it with git", rf.displayName()), Err: ErrBinary}
+		}
+	}
+	if len(rf.header) > 0 {
+		gd, err := parseHeader(rf.header)
+		if err != nil {
+			return nil, &ParseError{Line: rf.line, Msg: "bad file header", Err: err}
+		}
+		fd.oldName, fd.newName = gd.OrigName, gd.NewName
+		if err := fd.extended(gd.Extended); err != nil {
+			return nil, &ParseError{Line: rf.line, Msg: "bad extended header", Err: err}
+		}
+	}
+	for _, rh := range rf.hunks {
+		h, err := parseHunk(rh)
+		if err != nil {
+			return nil, err
+		}
+		fd.hunks = append(fd.hunks, h)
+	}
+	if len(fd.hunks) == 0 && fd.renameFrom == "" && fd.copyFrom == "" && fd.oldMode == fd.newMode && !fd.newFile && !fd.deletedFile {
+		return nil, &ParseError{Line: rf.line, Msg: fmt.Sprintf("%s: no hunks and no rename, copy, mode or create/delete header: nothing to apply", rf.displayName())}
+	}
+	return fd, nil
+}
+
+// parseHeader hands the header lines to go-diff. A lone "+++" gets its
+// "---" twin; a date go-diff cannot read is dropped (names keep working).
+func parseHeader(header []string) (*diff.FileDiff, error) {
+	hs := append([]string(nil), header...)
+	hasOld := false
+	for i, l := range hs {
+		if strings.HasPrefix(l, "--- ") {
+			hasOld = true
+		}
+		if strings.HasPrefix(l, "+++ ") && !hasOld {
+			hs = append(hs[:i], append([]string{"--- " + l[4:]}, hs[i:]...)...)
+			break
+		}
+	}
+	text := strings.Join(hs, "\n") + "\n"
+	gd, err := diff.ParseFileDiffOptions([]byte(text), diff.ParseOptions{KeepCR: true})
+	if err == nil {
+		return gd, nil
+	}
+	for i, l := range hs {
+		if (strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ")) && strings.Contains(l, "\t") {
+			hs[i] = l[:strings.Index(l, "\t")]
+		}
+	}
+	gd, err2 := diff.ParseFileDiffOptions([]byte(strings.Join(hs, "\n")+"\n"), diff.ParseOptions{KeepCR: true})
+	if err2 != nil {
+		return nil, err
+	}
+	return gd, nil
+}
+
+func (fd *fileDiff) extended(ext []string) error {
+	for _, l := range ext {
+		l = strings.TrimSuffix(l, "\r")
+		var err error
+		switch {
+		case strings.HasPrefix(l, "rename from "):
+			fd.renameFrom, err = unquote(l[len("rename from "):])
+		case strings.HasPrefix(l, "rename to "):
+			fd.renameTo, err = unquote(l[len("rename to "):])
+		case strings.HasPrefix(l, "copy from "):
+			fd.copyFrom, err = unquote(l[len("copy from "):])
+		case strings.HasPrefix(l, "copy to "):
+			fd.copyTo, err = unquote(l[len("copy to "):])
+		case strings.HasPrefix(l, "old mode "):
+			fd.oldMode, err = parseMode(l[len("old mode "):])
+		case strings.HasPrefix(l, "new mode "):
+			fd.newMode, err = parseMode(l[len("new mode "):])
+		case strings.HasPrefix(l, "new file mode "):
+			fd.newFile = true
+			fd.newMode, err = parseMode(l[len("new file mode "):])
+		case strings.HasPrefix(l, "deleted file mode "):
+			fd.deletedFile = true
+			fd.oldMode, err = parseMode(l[len("deleted file mode "):])
+		case strings.HasPrefix(l, "index "):
+			// "index abc..def 100644": the mode applies to both sides.
+			if f := strings.Fields(l); len(f) == 3 {
+				m, e := parseMode(f[2])
+				if e == nil && fd.oldMode == 0 && fd.newMode == 0 {
+					fd.oldMode, fd.newMode = m, m
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%q: %w", l, err)
+		}
+	}
+	if (fd.renameFrom == "") != (fd.renameTo == "") {
+		return errors.New("rename from without rename to (or the reverse)")
+	}
+	if (fd.copyFrom == "") != (fd.copyTo == "") {
+		return errors.New("copy from without copy to (or the reverse)")
+	}
+	if fd.newFile && (fd.renameFrom != "" || fd.copyFrom != "") {
+		return errors.New("a new file cannot also be a rename or a copy")
+	}
+	if fd.newFile && fd.deletedFile {
+		return errors.New("a file cannot be both new and deleted")
+	}
+	return nil
+}
+
+func parseMode(s string) (uint32, error) {
+	m, err := strconv.ParseUint(strings.TrimSpace(s), 8, 32)
+	if err != nil {
+		return 0, fmt.Errorf("bad mode %q", s)
+	}
+	return uint32(m), nil
+}
+
+// unquote decodes git's C-style quoted names ("a/t\303\251st.txt").
+func unquote(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, `"`) {
+		return s, nil
+	}
+	u, err := strconv.Unquote(s)
+	if err != nil {
+		return "", fmt.Errorf("bad quoted name %s", s)
+	}
+	return u, nil
+}
+
+// parseHunk runs go-diff on one scanned hunk and converts its body.
+func parseHunk(rh *rawHunk) (*hunk, error) {
+	text := rh.goDiffHeader() + "\n" + strings.Join(rh.body, "\n") + "\n"
+	if len(rh.body) == 0 {
+		text = rh.goDiffHeader() + "\n"
+	}
+	gh, err := diff.ParseHunksOptions([]byte(text), diff.ParseOptions{KeepCR: true})
+	if err != nil || len(gh) != 1 {
+		if err == nil {
+			err = fmt.Errorf("expected 1 hunk, go-diff found %d", len(gh))
+		}
+		return nil, &ParseError{Line: rh.line, Msg: fmt.Sprintf("bad hunk %q", rh.headerLine), Err: err}
+	}
+	g := gh[0]
+	h := &hunk{
+		oldStart: int(g.OrigStartLine), oldCount: int(g.OrigLines),
+		newStart: int(g.NewStartLine), newCount: int(g.NewLines),
+		numbered: rh.numbered, section: g.Section, line: rh.line,
+		oldNoNL: g.OrigNoNewlineAt > 0,
+	}
+	body := g.Body
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		h.newNoNL = true
+	} else {
+		body = bytes.TrimSuffix(body, []byte("\n"))
+	}
+	if len(body) > 0 {
+		for _, l := range strings.Split(string(body), "\n") {
+			l = strings.TrimSuffix(l, "\r")
+			if l == "" {
+				l = " " // GNU diff's empty context line
+			}
+			h.lines = append(h.lines, hunkLine{op: l[0], text: l[1:]})
+		}
+	}
+	if h.newNoNL && len(h.lines) > 0 && h.lines[len(h.lines)-1].op == ' ' {
+		h.oldNoNL = true // a context line without newline: both sides
+	}
+	if err := h.check(); err != nil {
+		return nil, &ParseError{Line: rh.line, Msg: err.Error()}
+	}
+	return h, nil
+}
+
+// check validates what go-diff does not: body lines and counts.
+func (h *hunk) check() error {
+	var o, n int
+	for _, l := range h.lines {
+		switch l.op {
+		case ' ':
+			o, n = o+1, n+1
+		case '-':
+			o++
+		case '+':
+			n++
+		default:
+			return fmt.Errorf("bad hunk line %q", string(l.op)+l.text)
+		}
+	}
+	if o != h.oldCount || n != h.newCount {
+		return fmt.Errorf("hunk body has -%d +%d lines, header -%d +%d", o, n, h.oldCount, h.newCount)
+	}
+	if o == 0 && n == 0 {
+		return errors.New("empty hunk")
+	}
+	return nil
+}
+
+// reverse swaps the sides of a parsed file diff (smith apply --reverse).
+func (fd *fileDiff) reverse() {
+	fd.oldName, fd.newName = fd.newName, fd.oldName
+	fd.renameFrom, fd.renameTo = fd.renameTo, fd.renameFrom
+	fd.oldMode, fd.newMode = fd.newMode, fd.oldMode
+	fd.newFile, fd.deletedFile = fd.deletedFile, fd.newFile
+	if fd.copyFrom != "" {
+		// The reverse of a copy deletes the copy.
+		fd.oldName, fd.newName = fd.copyTo, "/dev/null"
+		fd.copyFrom, fd.copyTo = "", ""
+		fd.deletedFile = true
+	}
+	for _, h := range fd.hunks {
+		h.oldStart, h.newStart = h.newStart, h.oldStart
+		h.oldCount, h.newCount = h.newCount, h.oldCount
+		h.oldNoNL, h.newNoNL = h.newNoNL, h.oldNoNL
+		for i := range h.lines {
+			switch h.lines[i].op {
+			case '-':
+				h.lines[i].op = '+'
+			case '+':
+				h.lines[i].op = '-'
+			}
+		}
+		h.lines = removalsFirst(h.lines)
+	}
+}
+
+// removalsFirst orders every run of changed lines as diff prints them:
+// the removed lines, then the added ones.
+func removalsFirst(ls []hunkLine) []hunkLine {
+	out := make([]hunkLine, 0, len(ls))
+	for i := 0; i < len(ls); {
+		if ls[i].op == ' ' {
+			out = append(out, ls[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(ls) && ls[j].op != ' ' {
+			j++
+		}
+		for _, op := range []byte{'-', '+'} {
+			for _, l := range ls[i:j] {
+				if l.op == op {
+					out = append(out, l)
+				}
+			}
+		}
+		i = j
+	}
+	return out
+}

@@ -1,0 +1,401 @@
+package diffapply
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// This file finds the structure of a diff before go-diff parses it: which
+// lines are file headers, hunk headers and hunk bodies, and what is prose
+// around them. go-diff then parses each file header and each hunk on its
+// own. Scanning first is what lets us repair what go-diff cannot:
+//   - bodies not bounded by their @@ counts (go-diff D1), recounted here;
+//   - @@ headers without numbers (go-diff drops a bare "@@" silently, D2);
+//   - a removed "--- x" line followed by an added "+++ y" line, which
+//     go-diff takes for a new file header (D9);
+//   - prose and Markdown fences around the diff (D7);
+//   - AgentSmithy's difflib output with a blank line after every body line
+//     and no "\ No newline" markers (reference/agentsmithy.md section 6).
+
+// rawFile is one file's section of a diff, not yet parsed.
+type rawFile struct {
+	header []string // "diff --git", extended headers, "---", "+++"
+	hunks  []*rawHunk
+	line   int // 1-based line of the section's first line in the diff
+}
+
+// rawHunk is one hunk as scanned, with its body repaired and recounted.
+type rawHunk struct {
+	headerLine string
+	numbered   bool
+	oldStart   int
+	newStart   int
+	oldCount   int // from the header; -1 without numbers
+	newCount   int
+	section    string
+	body       []string // body lines without "\n"; markers as "\ ..."
+	line       int
+}
+
+const noNewlineMarker = `\ No newline at end of file`
+
+var hunkHeaderRE = regexp.MustCompile(`^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+ ?(.*)$`)
+
+var extendedPrefixes = []string{
+	"old mode ", "new mode ", "deleted file mode ", "new file mode ",
+	"copy from ", "copy to ", "rename from ", "rename to ", "rename old ", "rename new ",
+	"similarity index ", "dissimilarity index ", "index ", "GIT binary patch",
+}
+
+// scanned is the result of scan.
+type scanned struct {
+	files   []*rawFile
+	repairs []string
+	crlf    bool // the diff's own lines end in CRLF
+}
+
+// scan splits a diff into file sections and hunks. It never fails on
+// prose; it fails only when nothing diff-like is found.
+func scan(diff []byte) (*scanned, error) {
+	text := string(diff)
+	sc := &scanned{}
+	if strings.Contains(text, "\r\n") {
+		sc.crlf = true
+	}
+	if strings.Contains(text, "\n*** Begin Patch") || strings.HasPrefix(text, "*** Begin Patch") {
+		return nil, &ParseError{Line: 1, Msg: "this is an apply_patch envelope (*** Begin Patch), not a unified diff"}
+	}
+	var fenced bool
+	text, fenced = unfence(text)
+	if fenced {
+		sc.repairs = append(sc.repairs, "took the diff out of its Markdown fence")
+	}
+	endsNL := strings.HasSuffix(text, "\n")
+	ls := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if text == "" {
+		ls = nil
+	}
+	var cur *rawFile
+	newFile := func(i int) *rawFile {
+		cur = &rawFile{line: i + 1}
+		sc.files = append(sc.files, cur)
+		return cur
+	}
+	prose := 0
+	for i := 0; i < len(ls); i++ {
+		l := strings.TrimSuffix(ls[i], "\r")
+		switch {
+		case strings.HasPrefix(l, "diff ") || strings.HasPrefix(l, "Index: "):
+			newFile(i).header = append(cur.header, ls[i])
+		case strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
+			if cur == nil || len(cur.hunks) > 0 || hasFileNames(cur) {
+				newFile(i)
+			}
+			cur.header = append(cur.header, ls[i])
+		case cur != nil && len(cur.hunks) == 0 && isExtended(l):
+			cur.header = append(cur.header, ls[i])
+		case strings.HasPrefix(l, "--- ") && i+1 < len(ls) && strings.HasPrefix(ls[i+1], "+++ "):
+			if cur == nil || len(cur.hunks) > 0 || hasFileNames(cur) {
+				newFile(i)
+			}
+			cur.header = append(cur.header, ls[i], ls[i+1])
+			i++
+		case strings.HasPrefix(l, "+++ ") && (cur == nil || !hasFileNames(cur)):
+			// A "+++" without its "---": keep it, parse supplies the other.
+			if cur == nil || len(cur.hunks) > 0 {
+				newFile(i)
+			}
+			cur.header = append(cur.header, ls[i])
+		case strings.HasPrefix(l, "@@"):
+			if cur == nil {
+				newFile(i)
+			}
+			h, next := scanHunk(ls, i)
+			cur.hunks = append(cur.hunks, h)
+			i = next - 1
+		default:
+			if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "```") {
+				prose++
+			}
+		}
+	}
+	if prose > 0 && len(sc.files) > 0 {
+		sc.repairs = append(sc.repairs, fmt.Sprintf("ignored %d line(s) of prose around the diff", prose))
+	}
+	if len(sc.files) == 0 {
+		return nil, &ParseError{Line: 1, Msg: "no unified diff found (no ---/+++ file header and no @@ hunk)"}
+	}
+	sc.repairDifflib(endsNL)
+	for _, f := range sc.files {
+		for hi, h := range f.hunks {
+			sc.finishHunk(f, hi, h)
+		}
+	}
+	return sc, nil
+}
+
+func hasFileNames(f *rawFile) bool {
+	for _, h := range f.header {
+		if strings.HasPrefix(h, "--- ") || strings.HasPrefix(h, "+++ ") {
+			return true
+		}
+	}
+	return false
+}
+
+func isExtended(l string) bool {
+	for _, p := range extendedPrefixes {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// unfence returns the contents of the Markdown code fences that hold a
+// diff, or the text unchanged when it has no such fence.
+func unfence(text string) (string, bool) {
+	if !strings.Contains(text, "```") && !strings.Contains(text, "~~~") {
+		return text, false
+	}
+	var out, block []string
+	in, found := false, false
+	flush := func() {
+		if isDiffLike(block) {
+			out = append(out, block...)
+			found = true
+		}
+		block = nil
+	}
+	for _, l := range strings.SplitAfter(text, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			if in {
+				flush()
+			}
+			in = !in
+			continue
+		}
+		if in {
+			block = append(block, l)
+		}
+	}
+	if in {
+		flush()
+	}
+	if !found {
+		return text, false
+	}
+	return strings.Join(out, ""), true
+}
+
+func isDiffLike(block []string) bool {
+	for _, l := range block {
+		if strings.HasPrefix(l, "@@") || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "diff --git ") {
+			return true
+		}
+	}
+	return false
+}
+
+// scanHunk reads the hunk whose header is ls[i] and returns the index of
+// the first line after it.
+func scanHunk(ls []string, i int) (*rawHunk, int) {
+	hl := strings.TrimSuffix(ls[i], "\r")
+	h := &rawHunk{headerLine: hl, oldCount: -1, newCount: -1, line: i + 1}
+	if m := hunkHeaderRE.FindStringSubmatch(hl); m != nil {
+		h.numbered = true
+		h.oldStart, _ = strconv.Atoi(m[1])
+		h.newStart, _ = strconv.Atoi(m[3])
+		h.oldCount, h.newCount = 1, 1
+		if m[2] != "" {
+			h.oldCount, _ = strconv.Atoi(m[2])
+		}
+		if m[4] != "" {
+			h.newCount, _ = strconv.Atoi(m[4])
+		}
+		h.section = m[5]
+	} else {
+		// "@@", "@@ @@", "@@ ... @@ func f()": no usable numbers.
+		if rest := strings.TrimPrefix(hl, "@@"); strings.Contains(rest, "@@") {
+			h.section = strings.TrimSpace(rest[strings.Index(rest, "@@")+2:])
+		}
+	}
+	var oldAll, newAll, oldNE, newNE int
+	j := i + 1
+	for ; j < len(ls); j++ {
+		l := strings.TrimSuffix(ls[j], "\r")
+		if strings.HasPrefix(l, "@@") || strings.HasPrefix(l, "diff ") || strings.HasPrefix(l, "Index: ") {
+			break
+		}
+		if strings.HasPrefix(l, "--- ") && j+2 < len(ls) && strings.HasPrefix(ls[j+1], "+++ ") && strings.HasPrefix(ls[j+2], "@@") {
+			pending := h.numbered && (oldAll < h.oldCount || newAll < h.newCount) && (oldNE < h.oldCount || newNE < h.newCount)
+			if !pending {
+				break // a new file header, not a "-- x"/"++ y" pair of body lines
+			}
+		}
+		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
+			break // prose after the hunk
+		}
+		h.body = append(h.body, ls[j])
+		switch {
+		case l == "":
+			oldAll, newAll = oldAll+1, newAll+1
+		case l[0] == ' ':
+			oldAll, newAll, oldNE, newNE = oldAll+1, newAll+1, oldNE+1, newNE+1
+		case l[0] == '-':
+			oldAll, oldNE = oldAll+1, oldNE+1
+		case l[0] == '+':
+			newAll, newNE = newAll+1, newNE+1
+		}
+	}
+	return h, j
+}
+
+// count recounts a body: lines on the old and new side.
+func count(body []string) (old, nw int) {
+	for _, l := range body {
+		l = strings.TrimSuffix(l, "\r")
+		switch {
+		case l == "" || l[0] == ' ':
+			old, nw = old+1, nw+1
+		case l[0] == '-':
+			old++
+		case l[0] == '+':
+			nw++
+		}
+	}
+	return old, nw
+}
+
+// repairDifflib detects AgentSmithy's difflib diffs (a blank line after
+// every body line, none after a line that had no newline, no markers) and
+// rewrites every hunk into a proper body. It only acts when every hunk
+// fits the pattern and every repaired numbered hunk then matches its
+// counts, while at least one raw hunk did not.
+func (sc *scanned) repairDifflib(endsNL bool) {
+	var repaired [][]string
+	var all []*rawHunk
+	rawBad := false
+	for fi, f := range sc.files {
+		for hi, h := range f.hunks {
+			last := fi == len(sc.files)-1 && hi == len(f.hunks)-1
+			body, ok := undifflib(h.body, last && !endsNL)
+			if !ok {
+				return
+			}
+			if h.numbered {
+				o, n := count(body)
+				if o != h.oldCount || n != h.newCount {
+					return
+				}
+				if o, n := count(h.body); o != h.oldCount || n != h.newCount {
+					rawBad = true
+				}
+			}
+			repaired = append(repaired, body)
+			all = append(all, h)
+		}
+	}
+	if !rawBad || len(all) == 0 {
+		return
+	}
+	for i, h := range all {
+		h.body = repaired[i]
+	}
+	sc.repairs = append(sc.repairs, "removed the blank line difflib put after every body line (AgentSmithy diff)")
+}
+
+// undifflib undoes the difflib join for one hunk body. lastNoNL tells that
+// the diff text ended without a newline right after this body.
+func undifflib(body []string, lastNoNL bool) ([]string, bool) {
+	var out []string
+	noNL := 0
+	for i := 0; i < len(body); i++ {
+		l := strings.TrimSuffix(body[i], "\r")
+		if l == "" || !strings.ContainsRune(" -+", rune(l[0])) {
+			return nil, false
+		}
+		out = append(out, body[i])
+		switch {
+		case i+1 < len(body) && body[i+1] == "":
+			i++ // the separator: this line had its newline
+		case i+1 == len(body):
+			if lastNoNL {
+				out = append(out, noNewlineMarker)
+			}
+		default:
+			// Followed directly by the next line: it had no newline.
+			noNL++
+			out = append(out, noNewlineMarker)
+		}
+	}
+	return out, noNL <= 2
+}
+
+// finishHunk drops blank lines that trail a hunk as formatting, turns any
+// "\ " line into go-diff's English marker, and recounts the body.
+func (sc *scanned) finishHunk(f *rawFile, hi int, h *rawHunk) {
+	k := 0
+	for k < len(h.body) && strings.TrimSuffix(h.body[len(h.body)-1-k], "\r") == "" {
+		k++
+	}
+	if k > 0 {
+		drop := k
+		if h.numbered {
+			// Keep as many as the counts ask for (GNU diff's empty context).
+			for keep := k; keep >= 0; keep-- {
+				o, n := count(h.body[:len(h.body)-k+keep])
+				if o == h.oldCount && n == h.newCount {
+					drop = k - keep
+					break
+				}
+			}
+		}
+		h.body = h.body[:len(h.body)-drop]
+	}
+	for i, l := range h.body {
+		if strings.HasPrefix(l, `\`) {
+			h.body[i] = noNewlineMarker
+		}
+	}
+	o, n := count(h.body)
+	if h.numbered && (o != h.oldCount || n != h.newCount) {
+		sc.repairs = append(sc.repairs, fmt.Sprintf("%s hunk %d: header says -%d,%d +%d,%d but the body has -%d +%d lines; used the body",
+			f.displayName(), hi+1, h.oldStart, h.oldCount, h.newStart, h.newCount, o, n))
+	}
+	if !h.numbered {
+		h.oldStart, h.newStart = 1, 1
+		if o == 0 {
+			h.oldStart = 0
+		}
+		if n == 0 {
+			h.newStart = 0
+		}
+	}
+	h.oldCount, h.newCount = o, n
+}
+
+func (f *rawFile) displayName() string {
+	for _, h := range f.header {
+		if strings.HasPrefix(h, "+++ ") {
+			return strings.TrimSpace(strings.TrimSuffix(h[4:], "\r"))
+		}
+	}
+	if len(f.header) > 0 {
+		return strings.TrimSpace(f.header[0])
+	}
+	return "(no file header)"
+}
+
+// goDiffHeader is the hunk header handed to go-diff: numbers from the
+// recount, the section kept.
+func (h *rawHunk) goDiffHeader() string {
+	s := fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.oldStart, h.oldCount, h.newStart, h.newCount)
+	if h.section != "" {
+		s += " " + h.section
+	}
+	return s
+}

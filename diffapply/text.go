@@ -1,0 +1,98 @@
+package diffapply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// lines is a file split into lines, each with its own terminator, so that
+// a mixed file keeps every line's ending and the final-newline state is
+// explicit (the last line's eol is "" when the file does not end in one).
+type lines struct {
+	text []string // without terminator
+	eol  []string // "\n", "\r\n", or "" (last line only)
+}
+
+func splitLines(b []byte) lines {
+	s := string(b)
+	n := strings.Count(s, "\n") + 1
+	l := lines{text: make([]string, 0, n), eol: make([]string, 0, n)}
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			l.text = append(l.text, s)
+			l.eol = append(l.eol, "")
+			break
+		}
+		t, e := s[:i], "\n"
+		if strings.HasSuffix(t, "\r") {
+			t, e = t[:len(t)-1], "\r\n"
+		}
+		l.text = append(l.text, t)
+		l.eol = append(l.eol, e)
+		s = s[i+1:]
+	}
+	return l
+}
+
+func (l lines) len() int { return len(l.text) }
+
+// convention is the line ending added lines get: CRLF when most lines of
+// the file end in CRLF, else LF. An empty file follows the diff (crlfDiff).
+func (l lines) convention(crlfDiff bool) string {
+	var crlf, lf int
+	for _, e := range l.eol {
+		switch e {
+		case "\r\n":
+			crlf++
+		case "\n":
+			lf++
+		}
+	}
+	if crlf > lf || (crlf == 0 && lf == 0 && crlfDiff) {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// noFinalNewline reports whether the file is non-empty and its last line
+// has no terminator.
+func (l lines) noFinalNewline() bool {
+	return len(l.eol) > 0 && l.eol[len(l.eol)-1] == ""
+}
+
+// normWS folds whitespace the way `diff -b` does: every run of blanks
+// equals any other run, trailing blanks (and a CR) are ignored, but
+// whitespace present on one side only still differs.
+func normWS(s string) string {
+	if !strings.ContainsAny(s, " \t\r\f\v") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	blank := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' {
+			blank = true
+			continue
+		}
+		if blank {
+			b.WriteByte(' ')
+			blank = false
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// Hash is the pre-image hash Commit checks against: "sha256:" and the hex
+// digest of the content.
+func Hash(content []byte) string {
+	sum := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HashAbsent is the ExpectHash of a file that must not exist.
+const HashAbsent = "absent"
