@@ -39,7 +39,18 @@ func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 // only when the upstream has a dialog API that failed to answer: the turn
 // then learns its dialog from the stream's first event.
 func (e *Engine) turnDialog(ctx context.Context, requested string) (string, error) {
-	if e.hasDialogAPI(ctx) {
+	switch e.dialogMode(ctx) {
+	case modeUnknown:
+		// The upstream did not answer; the turn will most likely fail the
+		// same way. Do not invent a local dialog for a server that may have
+		// its own: learn the id from the stream, if any.
+		if requested == "" {
+			e.mu.Lock()
+			requested = e.st.CurrentDialog
+			e.mu.Unlock()
+		}
+		return requested, nil
+	case modeUpstream:
 		if requested != "" {
 			return requested, nil
 		}
@@ -131,7 +142,7 @@ func (e *Engine) recordLocalTurn(id, message, answer string) {
 // (AgentSmithy), else smith's local ones, most recently updated first.
 func (e *Engine) Dialogs(ctx context.Context) ([]Dialog, error) {
 	var ds []Dialog
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		var err error
 		if ds, err = e.upstreamDialogs(ctx); err != nil {
 			return nil, err
@@ -165,7 +176,7 @@ func compareStrings(a, b string) int {
 
 // NewDialog creates a dialog and makes it current.
 func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		d, err := e.upstreamNewDialog(ctx, title)
 		if err != nil {
 			return Dialog{}, err
@@ -185,7 +196,7 @@ func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
 
 // SelectDialog makes id the current dialog.
 func (e *Engine) SelectDialog(ctx context.Context, id string) error {
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		if err := e.upstreamSelectDialog(ctx, id); err != nil {
 			return err
 		}
@@ -203,7 +214,7 @@ func (e *Engine) SelectDialog(ctx context.Context, id string) error {
 
 // RenameDialog sets a dialog's title.
 func (e *Engine) RenameDialog(ctx context.Context, id, title string) error {
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamRenameDialog(ctx, id, title)
 	}
 	e.mu.Lock()
@@ -226,7 +237,7 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) error {
 	if busy {
 		return fmt.Errorf("%w: cannot delete dialog %s while a turn runs in it (cancel the turn first)", ErrDialogBusy, id)
 	}
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		if err := e.upstreamDeleteDialog(ctx, id); err != nil {
 			return err
 		}
@@ -260,7 +271,7 @@ func (e *Engine) History(ctx context.Context, id string, limit, before int) (jso
 	if limit <= 0 {
 		limit = 20
 	}
-	if e.hasDialogAPI(ctx) {
+	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamHistory(ctx, id, limit, before)
 	}
 	e.mu.Lock()

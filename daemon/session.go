@@ -13,22 +13,32 @@ import (
 // upstream has dialogs, the dialog calls, and the session calls (approve,
 // reset, restore) plus the health probe of Status.
 
-// hasDialogAPI reports whether the upstream keeps dialogs itself
-// (AgentSmithy v1/v2). The answer is probed once with GET
-// /api/dialogs/current and remembered; an unreachable upstream is not an
-// answer and is probed again next time (false meanwhile).
-func (e *Engine) hasDialogAPI(ctx context.Context) bool {
+// Dialog modes: who owns the dialogs.
+const (
+	modeUnknown  = iota // the upstream did not answer (yet)
+	modeUpstream        // AgentSmithy's dialog API
+	modeLocal           // smith's local dialogs
+)
+
+// dialogMode tells who owns the dialogs. The upstream's dialog API
+// (AgentSmithy v1/v2) is probed once with GET /api/dialogs/current and the
+// answer remembered; an unreachable upstream is no answer and is probed
+// again next time.
+func (e *Engine) dialogMode(ctx context.Context) int {
 	if e.client == nil {
-		return false
+		return modeLocal
 	}
 	if d := e.cfg.Dialect; d != protocol.DialectAuto && d != protocol.DialectAgentSmithy {
-		return false
+		return modeLocal
 	}
 	e.mu.Lock()
 	known := e.dialogAPI
 	e.mu.Unlock()
 	if known != nil {
-		return *known
+		if *known {
+			return modeUpstream
+		}
+		return modeLocal
 	}
 	_, err := e.client.CurrentDialog(ctx)
 	var yes bool
@@ -36,12 +46,20 @@ func (e *Engine) hasDialogAPI(ctx context.Context) bool {
 	case err == nil:
 		yes = true
 	case errors.Is(err, protocol.ErrUnreachable), ctx.Err() != nil:
-		return false
+		return modeUnknown
 	}
 	e.mu.Lock()
 	e.dialogAPI = &yes
 	e.mu.Unlock()
-	return yes
+	if yes {
+		return modeUpstream
+	}
+	return modeLocal
+}
+
+// hasDialogAPI reports whether the upstream is known to keep dialogs.
+func (e *Engine) hasDialogAPI(ctx context.Context) bool {
+	return e.dialogMode(ctx) == modeUpstream
 }
 
 // upstreamCurrentOrNew returns the upstream's current dialog, creating one
