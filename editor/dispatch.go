@@ -101,9 +101,11 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, 
 	if r.async {
 		jsonrpc2.Async(ctx)
 	}
+	isCall := req.IsCall()
+	ctx, done := c.cancellable(ctx, req)
+	defer done()
 	c.inflight.Add(1)
 	defer c.inflight.Done()
-	isCall := req.IsCall()
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("handler panicked", "method", method, "panic", p, "stack", string(debug.Stack()))
@@ -142,6 +144,43 @@ func (c *client) gate(method string) error {
 		return errShutDown
 	}
 	return nil
+}
+
+// cancellable gives a call its own cancellable context, registered under
+// its id for $/cancelRequest.
+//
+// jsonrpc2.CancelHandler is not used: it derives its context directly from
+// the pooled per-request context, and context.WithCancel then starts a
+// goroutine that calls the parent's Done after the request may have been
+// recycled, which panics ("cannot create context from nil parent") when a
+// handler returns quickly. The context here is derived from
+// DetachContext (the connection's context), which outlives the request;
+// cancelling the connection still cancels it.
+func (c *client) cancellable(ctx context.Context, req *jsonrpc2.Request) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(jsonrpc2.DetachContext(ctx))
+	if !req.IsCall() {
+		return ctx, cancel
+	}
+	id := req.ID()
+	c.mu.Lock()
+	c.calls[id] = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancelCall cancels the running call id (no-op when it is not running).
+func (c *client) cancelCall(id jsonrpc2.ID) {
+	c.mu.Lock()
+	cancel := c.calls[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // preempter runs on the read loop ahead of dispatch, so a cancellation is

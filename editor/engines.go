@@ -45,6 +45,9 @@ func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engin
 				"workspace", cfg.Workspace, "upstream", se.cfg.Upstream, "requestedUpstream", cfg.Upstream)
 		}
 	} else {
+		if cfg.Logger == nil {
+			cfg.Logger = p.log
+		}
 		// The engine outlives the initialize request that starts it.
 		eng, err := p.newEngine(context.WithoutCancel(ctx), cfg)
 		if err != nil {

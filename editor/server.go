@@ -126,9 +126,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// newClient starts a connection. The handler chain, outermost first:
-// the preempter (handles $/cancelRequest inline, ahead of queued work),
-// CancelHandler (per-request cancel funcs), then the client's dispatcher.
+// newClient starts a connection. The preempter handles $/cancelRequest
+// inline, ahead of queued work; everything else goes to the dispatcher.
 func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 	connCtx, cancel := context.WithCancel(context.Background())
 	c := &client{
@@ -139,12 +138,12 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 		exited:   make(chan struct{}),
 		cancel:   cancel,
 		progress: map[string]context.CancelFunc{},
+		calls:    map[jsonrpc2.ID]context.CancelFunc{},
 	}
-	h, canceller := jsonrpc2.CancelHandler(c.dispatch)
 	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log),
-		jsonrpc2.WithPreempter(preempter{cancelRequest: canceller, cancelProgress: c.cancelProgress}))
+		jsonrpc2.WithPreempter(preempter{cancelRequest: c.cancelCall, cancelProgress: c.cancelProgress}))
 	c.routes = c.routeTable()
-	c.conn.Go(connCtx, h)
+	c.conn.Go(connCtx, c.dispatch)
 	return c
 }
 
@@ -171,7 +170,8 @@ type client struct {
 	engine       *daemon.Engine
 	peer         *daemon.Peer
 	release      func()
-	progress     map[string]context.CancelFunc // workDone token → cancel of its request
+	progress     map[string]context.CancelFunc      // workDone token → cancel of its request
+	calls        map[jsonrpc2.ID]context.CancelFunc // running calls, for $/cancelRequest
 	nextToken    atomic.Int64
 	exited       chan struct{}
 	exitNoShutdn bool
