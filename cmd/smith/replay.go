@@ -1,7 +1,440 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/smith-dev/smith/protocol"
+	"github.com/spf13/cobra"
+)
+
+// replayOptions are the flags of smith replay.
+type replayOptions struct {
+	raw, json  bool
+	dialect    string
+	headers    []string
+	chunkSizes string
+}
 
 func newReplayCmd(s *IOStreams) *cobra.Command {
-	return notYet("replay FILE.sse", "Show what smith makes of a recorded SSE response body", "  smith replay --json turn.sse")
+	o := &replayOptions{}
+	cmd := &cobra.Command{
+		Use:   "replay FILE.sse",
+		Short: "Show what smith makes of a recorded SSE response body",
+		Long: `Replay reads a recorded chat response body (the bytes of an SSE stream) from FILE,
+or from standard input when FILE is -, and prints what smith makes of it, with no
+network: the normalized events and the turn's summary. Use it to attach a reproducible
+case to a bug report, or to test a dialect.
+
+  --raw     one JSON object per dispatched SSE event, then an end object
+  --json    the normalized events as JSON lines, then the summary object
+            (the same summary 'smith chat --json' prints)
+  (neither) a readable rendering
+
+docs/cli.md describes the formats. Exit status: 0 when the turn completed, 1 when it
+ended in error or was interrupted, 2 for bad flags or an unreadable file.`,
+		Example: `  smith replay --json turn.sse
+  smith replay --raw --chunk-sizes 1 turn.sse
+  curl -sN -X POST localhost:8765/api/chat -d @req.json | tee turn.sse | smith replay -
+  smith replay --dialect rag --header 'Server-Timing: total;dur=18.9' rag.sse`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReplay(cmd, s, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.raw, "raw", false, "print the dispatched SSE events, not the normalized ones")
+	f.BoolVar(&o.json, "json", false, "print the normalized events and the summary as JSON lines")
+	f.StringVar(&o.dialect, "dialect", "auto", "force a dialect: auto, agentsmithy, rag, textbook, lifecycle, oracle")
+	f.StringArrayVar(&o.headers, "header", nil, "a response header 'Name: value' (repeatable), e.g. Server-Timing")
+	f.StringVar(&o.chunkSizes, "chunk-sizes", "", "feed the body in reads of these sizes, e.g. 1 or 3,5,8 (the last repeats)")
+	return cmd
+}
+
+func runReplay(cmd *cobra.Command, s *IOStreams, o *replayOptions, file string) error {
+	if o.raw && o.json {
+		return usageErrorf("--raw and --json are two different outputs; choose one")
+	}
+	dialect, err := parseDialect(o.dialect)
+	if err != nil {
+		return err
+	}
+	header, err := parseHeaders(o.headers)
+	if err != nil {
+		return err
+	}
+	sizes, err := parseChunkSizes(o.chunkSizes)
+	if err != nil {
+		return err
+	}
+	body, err := readReplayInput(s, file)
+	if err != nil {
+		return err
+	}
+	var r io.Reader = bytes.NewReader(body)
+	if len(sizes) > 0 {
+		r = &chunkReader{r: r, sizes: sizes}
+	}
+	if o.raw {
+		return replayRaw(s, r)
+	}
+	opts := protocol.StreamOptions{Dialect: dialect, Header: header, IdleTimeout: -1}
+	var render func(protocol.Event)
+	var finish func(*protocol.Summary) error
+	if o.json {
+		enc := json.NewEncoder(s.Out)
+		enc.SetEscapeHTML(false)
+		render = func(e protocol.Event) { _ = enc.Encode(e) }
+		finish = func(sum *protocol.Summary) error { return enc.Encode(sum) }
+	} else {
+		h := newHumanRenderer(s.Out, s.ColorOut())
+		render, finish = h.event, h.summary
+	}
+	sum := protocol.ReadTurn(cmd.Context(), r, opts, render)
+	if err := finish(sum); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return outcomeExit(sum.Outcome)
+}
+
+// outcomeExit maps a turn's outcome to the exit status; the output has
+// already said how the turn ended.
+func outcomeExit(o protocol.Outcome) error {
+	switch o {
+	case protocol.OutcomeCompleted:
+		return nil
+	case protocol.OutcomeCancelled:
+		return &ExitError{Code: ExitInterrupted, Silent: true}
+	default:
+		return &ExitError{Code: ExitFailure, Silent: true}
+	}
+}
+
+// readReplayInput reads the whole recorded body, so that an unreadable file
+// is reported before anything is printed.
+func readReplayInput(s *IOStreams, file string) ([]byte, error) {
+	if file == "-" {
+		b, err := io.ReadAll(s.In)
+		if err != nil {
+			return nil, usageErrorf("reading the recorded stream from standard input: %v", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, usageErrorf("cannot read %s: %v (give a recorded SSE response body, or - for standard input)", file, err)
+	}
+	return b, nil
+}
+
+func parseDialect(name string) (protocol.Dialect, error) {
+	switch d := protocol.Dialect(strings.ToLower(strings.TrimSpace(name))); d {
+	case "auto", "":
+		return protocol.DialectAuto, nil
+	case protocol.DialectAgentSmithy, protocol.DialectRAG, protocol.DialectTextbook, protocol.DialectLifecycle, protocol.DialectOracle:
+		return d, nil
+	default:
+		return "", usageErrorf("unknown dialect %q (want auto, agentsmithy, rag, textbook, lifecycle or oracle)", name)
+	}
+}
+
+func parseHeaders(hs []string) (http.Header, error) {
+	h := http.Header{}
+	for _, line := range hs {
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, usageErrorf("bad --header %q: want 'Name: value'", line)
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
+func parseChunkSizes(spec string) ([]int, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	var sizes []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, usageErrorf("bad --chunk-sizes %q: want positive byte counts such as 1 or 3,5,8", spec)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// chunkReader returns at most sizes[i] bytes from its i-th Read, repeating
+// the last size: the reader sees the body cut at those places, as a network
+// would cut it.
+type chunkReader struct {
+	r     io.Reader
+	sizes []int
+	i     int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	n := c.sizes[min(c.i, len(c.sizes)-1)]
+	c.i++
+	if len(p) > n {
+		p = p[:n]
+	}
+	return c.r.Read(p)
+}
+
+// rawEnd is the last line of --raw output.
+type rawEnd struct {
+	End         bool   `json:"end"`
+	LastEventID string `json:"lastEventId"`
+	Retry       *int   `json:"retry"`
+	Truncated   bool   `json:"truncated"`
+	Error       string `json:"error,omitempty"`
+}
+
+// replayRaw prints every dispatched SSE event, then the stream's end state.
+func replayRaw(s *IOStreams, r io.Reader) error {
+	rd := protocol.NewSSEReader(r, 0)
+	enc := json.NewEncoder(s.Out)
+	enc.SetEscapeHTML(false)
+	end := rawEnd{End: true}
+	for ev, err := range rd.All() {
+		if err != nil {
+			if errors.Is(err, protocol.ErrStreamCut) {
+				end.Truncated = true
+			} else {
+				end.Error = err.Error()
+			}
+			break
+		}
+		if err := enc.Encode(ev); err != nil {
+			return fmt.Errorf("writing the output: %w", err)
+		}
+	}
+	end.LastEventID = rd.LastEventID()
+	if ms, ok := rd.Retry(); ok {
+		end.Retry = &ms
+	}
+	if err := enc.Encode(end); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	if end.Error != "" {
+		return &ExitError{Code: ExitFailure, Err: errors.New(end.Error)}
+	}
+	return nil
+}
+
+// humanRenderer prints a turn for a person: the text as it streams,
+// reasoning set apart (dimmed on a color terminal), one line per tool call,
+// tool result, notice, error and contract violation, then the citations,
+// the changes and the outcome. smith chat can render with it too.
+type humanRenderer struct {
+	w         io.Writer
+	color     bool
+	block     string // "text" or "reasoning" while streaming one, else ""
+	lineStart bool
+	end       *protocol.TurnEnd
+}
+
+const (
+	ansiDim   = "\x1b[2m"
+	ansiReset = "\x1b[0m"
+)
+
+func newHumanRenderer(w io.Writer, color bool) *humanRenderer {
+	return &humanRenderer{w: w, color: color, lineStart: true}
+}
+
+func (h *humanRenderer) event(e protocol.Event) {
+	switch e.Type {
+	case protocol.KindText:
+		h.stream("text", e.Text)
+	case protocol.KindReasoning:
+		h.stream("reasoning", e.Text)
+	case protocol.KindToolCall:
+		h.line(joinNonEmpty("tool", e.ToolCall.Name, clip(compactJSON(e.ToolCall.Args), 100)))
+	case protocol.KindToolResult:
+		r := e.ToolResult
+		what := clip(compactJSON(r.Result), 100)
+		if r.Error != "" {
+			what = "error: " + clip(r.Error, 100)
+		}
+		if what == "" {
+			what = "done"
+		}
+		h.line(joinNonEmpty("tool result", r.Name, what))
+	case protocol.KindNotice:
+		if n := e.Notice; n.Message != "" {
+			h.line("[" + n.Kind + "] " + clip(n.Message, 200))
+		}
+	case protocol.KindError:
+		h.line(fmt.Sprintf("error [%s]: %s", e.Error.Code, e.Error.Message))
+	case protocol.KindViolation:
+		v := e.Violation
+		h.line(fmt.Sprintf("warning: %s at event %d: %s", v.Kind, v.EventIndex, v.Message))
+	case protocol.KindTurnEnd:
+		h.end = e.TurnEnd
+	}
+}
+
+// stream writes a text or reasoning delta, starting a new line when the
+// block changes.
+func (h *humanRenderer) stream(block, text string) {
+	if block != h.block {
+		h.newline()
+		if block == "reasoning" {
+			h.write(h.dim("thinking:") + "\n")
+		}
+		h.block = block
+	}
+	if block == "reasoning" {
+		text = h.dim(text)
+	}
+	h.write(text)
+}
+
+func (h *humanRenderer) line(s string) {
+	h.newline()
+	h.write(s + "\n")
+	h.block = ""
+}
+
+func (h *humanRenderer) newline() {
+	if !h.lineStart {
+		h.write("\n")
+	}
+}
+
+func (h *humanRenderer) write(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(h.w, s)
+	h.lineStart = strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n"+ansiReset)
+}
+
+func (h *humanRenderer) dim(s string) string {
+	if !h.color || s == "" {
+		return s
+	}
+	return ansiDim + s + ansiReset
+}
+
+// summary prints what the turn amounted to, after its events.
+func (h *humanRenderer) summary(sum *protocol.Summary) error {
+	h.newline()
+	h.lineStart = true
+	var b strings.Builder
+	if len(sum.Citations) > 0 {
+		b.WriteString("\ncitations:\n")
+		for i, c := range sum.Citations {
+			fmt.Fprintf(&b, "  [%d] %s\n", i+1, citationLine(c))
+		}
+	}
+	if len(sum.Changes) > 0 {
+		b.WriteString("\nchanges:\n")
+		for _, c := range sum.Changes {
+			fmt.Fprintf(&b, "  %s %s %s (%s)\n", c.ID, c.Kind, c.Path, c.Status)
+		}
+	}
+	b.WriteString("\n" + string(sum.Outcome))
+	if h.end != nil && h.end.Reason != "" && sum.Outcome != protocol.OutcomeCompleted {
+		b.WriteString(": " + h.end.Reason)
+	}
+	var about []string
+	if sum.Dialect != "" {
+		d := string(sum.Dialect)
+		if sum.Protocol != nil {
+			d += " " + *sum.Protocol
+		}
+		about = append(about, d)
+	}
+	if sum.DialogID != "" {
+		about = append(about, "dialog "+sum.DialogID)
+	}
+	if n := len(sum.Violations); n > 0 {
+		about = append(about, fmt.Sprintf("%d violation(s)", n))
+	}
+	if sum.ServerTiming != "" {
+		about = append(about, "server timing "+sum.ServerTiming)
+	}
+	if len(about) > 0 {
+		b.WriteString(" (" + strings.Join(about, ", ") + ")")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func citationLine(c protocol.Citation) string {
+	var parts []string
+	title := c.Title
+	if title == "" {
+		title = c.File
+	}
+	if title != "" {
+		parts = append(parts, title)
+	}
+	var where []string
+	for _, s := range []string{c.File, c.Chapter, c.Section} {
+		if s != "" && s != title {
+			where = append(where, s)
+		}
+	}
+	if len(where) > 0 {
+		parts = append(parts, "("+strings.Join(where, ", ")+")")
+	}
+	if c.URL != "" {
+		parts = append(parts, c.URL)
+	}
+	if c.Score != nil {
+		parts = append(parts, "score "+strconv.FormatFloat(*c.Score, 'f', -1, 64))
+	}
+	if c.Snippet != "" {
+		parts = append(parts, "— "+strconv.Quote(clip(c.Snippet, 80)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// compactJSON renders raw JSON on one line.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// clip shortens s to n runes on one line.
+func clip(s string, n int) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
 }
