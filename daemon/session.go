@@ -45,7 +45,10 @@ func (e *Engine) dialogMode(ctx context.Context) int {
 	switch {
 	case err == nil:
 		yes = true
-	case errors.Is(err, protocol.ErrUnreachable), ctx.Err() != nil:
+	case noDialogAPI(err):
+		yes = false
+	default:
+		// Unreachable, a 5xx, a cancelled ctx: no answer to remember.
 		return modeUnknown
 	}
 	e.mu.Lock()
@@ -55,6 +58,21 @@ func (e *Engine) dialogMode(ctx context.Context) int {
 		return modeUpstream
 	}
 	return modeLocal
+}
+
+// noDialogAPI reports whether err proves that the upstream has no
+// dialog API: the path is unknown (404, 405) or answers something that is
+// not JSON.
+func noDialogAPI(err error) bool {
+	var he *protocol.HTTPError
+	var ce *protocol.ContentTypeError
+	switch {
+	case errors.As(err, &he):
+		return he.Status == 404 || he.Status == 405 || he.Status == 501
+	case errors.As(err, &ce):
+		return true
+	}
+	return false
 }
 
 // hasDialogAPI reports whether the upstream is known to keep dialogs.

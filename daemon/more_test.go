@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/smith-dev/smith/protocol"
+	"github.com/smith-dev/smith/protocol/upstream"
+)
+
+func TestAutoApplyWritesProposalsAsTheyArrive(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo},
+		mutate: func(c *Config) { c.AutoApply = true }})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	if c := f.change(res); c.Status != StatusApplied {
+		t.Fatalf("status %s, want applied", c.Status)
+	}
+	if f.read("main.go") != strings.ReplaceAll(mainGo, "Foo", "Bar") {
+		t.Fatalf("main.go:\n%s", f.read("main.go"))
+	}
+}
+
+func TestUndoThroughTheEditor(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	ed := newTestEditor()
+	ed.open(f.path("main.go"), mainGo, 1)
+	p := f.e.Attach(ed)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	c := f.change(res)
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.e.Undo(context.Background(), p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := ed.applyCalls()
+	if len(calls) != 2 {
+		t.Fatalf("%d ApplyEdit calls, want apply + undo", len(calls))
+	}
+	undo := calls[1].Edits[0]
+	if undo.Version != 2 || string(undo.NewText) != mainGo {
+		t.Fatalf("undo edit version %d, text:\n%s", undo.Version, undo.NewText)
+	}
+	if text, _ := ed.text(f.path("main.go")); text != mainGo {
+		t.Fatalf("buffer after undo:\n%s", text)
+	}
+	if got.Status != StatusUndone || got.Hunks[0].Status != StatusPending {
+		t.Fatalf("after undo: %+v", got)
+	}
+	// An undone change can be applied again.
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatalf("re-apply after undo: %v", err)
+	}
+}
+
+func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"old.txt": "bye\r\nno final newline"}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "create new.txt with hello")
+	created := f.change(res)
+	if created.Status != StatusPending {
+		t.Fatalf("create: %+v", created)
+	}
+	if _, err := os.Stat(f.path("new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("new.txt exists before Apply")
+	}
+	if _, err := f.e.Apply(context.Background(), p, created.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.read("new.txt") != "hello\n" {
+		t.Fatalf("new.txt: %q", f.read("new.txt"))
+	}
+	res, _ = f.mustChat(p, "delete old.txt")
+	deleted := f.change(res)
+	if _, err := f.e.Apply(context.Background(), p, deleted.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.path("old.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("old.txt survived its deletion")
+	}
+	// Undo, most recent first: the deleted file comes back byte for byte,
+	// the created one goes away.
+	for range 2 {
+		if _, err := f.e.Undo(context.Background(), p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.read("old.txt") != "bye\r\nno final newline" {
+		t.Fatalf("old.txt after undo: %q", f.read("old.txt"))
+	}
+	if _, err := os.Stat(f.path("new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("new.txt survived the undo of its creation")
+	}
+	if _, err := f.e.Undo(context.Background(), p, ""); err == nil {
+		t.Fatal("a third undo found something to undo")
+	}
+}
+
+func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	c := f.change(res)
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"unknown change", func() error { _, err := f.e.Apply(context.Background(), p, "c99", nil); return err }, ErrUnknownChange},
+		{"unknown hunk", func() error { _, err := f.e.Apply(context.Background(), p, c.ID, []string{"h9"}); return err }, ErrUnknownChange},
+		{"reject unknown", func() error { _, err := f.e.Reject(context.Background(), p, "nope", nil); return err }, ErrUnknownChange},
+		{"undo unknown", func() error { _, err := f.e.Undo(context.Background(), p, "c42"); return err }, ErrUnknownChange},
+		{"undo unwritten", func() error { _, err := f.e.Undo(context.Background(), p, c.ID); return err }, nil},
+		{"preview unknown", func() error { _, err := f.e.Preview(context.Background(), "c0", nil); return err }, ErrUnknownChange},
+		{"empty message", func() error { _, _, err := f.chat(context.Background(), p, ChatRequest{Message: "  "}); return err }, ErrEmptyMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if f.read("main.go") != mainGo {
+		t.Fatal("main.go was written")
+	}
+	if now, _ := f.e.Change(c.ID); now.Status != StatusPending || now.Hunks[0].Status != StatusPending {
+		t.Fatalf("change state moved: %+v", now)
+	}
+}
+
+func TestPreviewShowsTheResultWithoutWriting(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	c := f.change(res)
+	pv, err := f.e.Preview(context.Background(), c.ID, []string{"h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(mainGo, "func Foo", "func Bar", 1)
+	if pv.Path != "main.go" || pv.Original != mainGo || pv.Result != want {
+		t.Fatalf("preview %+v", pv)
+	}
+	if !strings.Contains(pv.Diff, "-func Foo() int {") || !strings.Contains(pv.Diff, "+func Bar() int {") || strings.Contains(pv.Diff, "println") {
+		t.Fatalf("preview diff:\n%s", pv.Diff)
+	}
+	if f.read("main.go") != mainGo {
+		t.Fatal("preview wrote main.go")
+	}
+}
+
+func TestSessionResetRestoresFilesAndTellsTheEditors(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}})
+	ed := newTestEditor()
+	p := f.e.Attach(ed)
+	res, evs := f.mustChat(p, "rename Foo to Bar in main.go")
+	if f.read("main.go") == mainGo {
+		t.Fatal("the v2 upstream did not write main.go")
+	}
+	raw, err := f.e.Reset(context.Background(), res.DialogID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reset struct {
+		NewSession string `json:"new_session"`
+	}
+	if json.Unmarshal(raw, &reset) != nil || reset.NewSession == "" {
+		t.Fatalf("reset answer %s", raw)
+	}
+	if f.read("main.go") != mainGo {
+		t.Fatalf("reset did not restore main.go:\n%s", f.read("main.go"))
+	}
+	n := 0
+	for _, x := range ed.notifications() {
+		if x.Kind == NoteFileChanged && x.Path == f.path("main.go") {
+			n++
+		}
+	}
+	if n < 2 { // once for the upstream's write, once for the reset
+		t.Fatalf("fileChanged for main.go %d times, want 2: %+v", n, ed.notifications())
+	}
+
+	// Restore to the checkpoint the turn's user event carried.
+	var cp string
+	for _, ev := range evs {
+		if ev.Type == protocol.KindNotice && ev.Notice.Kind == "user" {
+			cp = ev.Notice.Checkpoint
+		}
+	}
+	if cp == "" {
+		t.Fatal("no checkpoint on the user event")
+	}
+	if _, err := f.e.Restore(context.Background(), res.DialogID, cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Approve(context.Background(), ""); err != nil {
+		t.Fatalf("approve the current dialog: %v", err)
+	}
+	if _, err := f.e.Restore(context.Background(), res.DialogID, "nope"); err == nil {
+		t.Fatal("restore to an unknown checkpoint succeeded")
+	}
+}
+
+func TestSessionCallsNeedAgentSmithy(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.Dialect = protocol.DialectTextbook }})
+	if _, err := f.e.Approve(context.Background(), ""); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("approve on textbook: %v", err)
+	}
+}
+
+func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
+	ws := t.TempDir()
+	up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(up.Handler())
+	defer srv.Close()
+	e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, Dialect: protocol.DialectTextbook, StateDir: t.TempDir(), NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p := e.Attach(nil)
+	var first *ChatResult
+	for _, msg := range []string{"hello there", "and again"} {
+		res, err := e.Chat(context.Background(), p, ChatRequest{Message: msg}, nil)
+		if err != nil || res.Outcome != protocol.OutcomeCompleted {
+			t.Fatalf("chat: %v %+v", err, res)
+		}
+		if first == nil {
+			first = res
+		} else if res.DialogID != first.DialogID {
+			t.Fatalf("second turn in dialog %s, first in %s", res.DialogID, first.DialogID)
+		}
+	}
+	ds, err := e.Dialogs(context.Background())
+	if err != nil || len(ds) != 1 || ds[0].ID != first.DialogID || !ds[0].Current {
+		t.Fatalf("dialogs %+v %v", ds, err)
+	}
+	raw, err := e.History(context.Background(), first.DialogID, 10, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page historyPage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 4 || page.Events[0].Content != "hello there" || page.Events[2].Type != "user" {
+		t.Fatalf("history %s", raw)
+	}
+	if err := e.SelectDialog(context.Background(), "nope"); !errors.Is(err, ErrUnknownDialog) {
+		t.Fatalf("select unknown: %v", err)
+	}
+	if _, err := e.Chat(context.Background(), p, ChatRequest{DialogID: "nope", Message: "x"}, nil); !errors.Is(err, ErrUnknownDialog) {
+		t.Fatalf("chat in unknown local dialog: %v", err)
+	}
+}
+
+func TestDialogLearntFromTheStream(t *testing.T) {
+	ws := t.TempDir()
+	up, err := upstream.New(upstream.Options{Workspace: ws, PingInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dialog API fails (a 500 is no answer): the engine cannot know the
+	// dialog before the stream and must learn it from the first event.
+	h := up.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/dialogs") {
+			http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, StateDir: t.TempDir(), NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var evs []protocol.Event
+	res, err := e.Chat(context.Background(), e.Attach(nil), ChatRequest{Message: "hello there"}, func(ev protocol.Event) { evs = append(evs, ev) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DialogID == "" {
+		t.Fatal("the dialog was not learnt")
+	}
+	for _, ev := range evs {
+		if ev.DialogID != res.DialogID || ev.TurnID != res.TurnID {
+			t.Fatalf("event %d tagged %s/%s, want %s/%s", ev.Seq, ev.DialogID, ev.TurnID, res.DialogID, res.TurnID)
+		}
+	}
+	if st := e.Status(context.Background()); st.CurrentDialog != res.DialogID || !st.Reachable || st.RunningTurns != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"a.go": "package a\n\nfunc A() {}\n", "b.go": "package b\n\nfunc B() {}\n"}})
+	var wg sync.WaitGroup
+	type out struct {
+		res *ChatResult
+		evs []protocol.Event
+		err error
+	}
+	outs := make([]out, 4)
+	for i := range outs {
+		d, err := f.e.NewDialog(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := f.e.Attach(nil)
+		msg := []string{"add a comment to A in a.go", "add a comment to B in b.go", "hello there", "what is in a.go"}[i]
+		wg.Go(func() {
+			o := &outs[i]
+			o.res, o.err = f.e.Chat(context.Background(), p, ChatRequest{DialogID: d.ID, Message: msg}, func(ev protocol.Event) { o.evs = append(o.evs, ev) })
+		})
+	}
+	wg.Wait()
+	turns := map[string]bool{}
+	for i, o := range outs {
+		if o.err != nil || o.res.Outcome != protocol.OutcomeCompleted {
+			t.Fatalf("turn %d: %v %+v", i, o.err, o.res)
+		}
+		turns[o.res.TurnID] = true
+		for j, ev := range o.evs {
+			if ev.TurnID != o.res.TurnID || ev.DialogID != o.res.DialogID || ev.Seq != int64(j+1) {
+				t.Fatalf("turn %s got event %+v", o.res.TurnID, ev)
+			}
+		}
+		for _, id := range o.res.Changes {
+			c, _ := f.e.Change(id)
+			if c.TurnID != o.res.TurnID {
+				t.Fatalf("change %s of turn %s recorded for %s", id, o.res.TurnID, c.TurnID)
+			}
+		}
+	}
+	if len(turns) != len(outs) {
+		t.Fatalf("turn ids %v are not distinct", turns)
+	}
+}
+
+func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	c := f.change(res)
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.e.StateDir()
+	f.e.Close()
+	// Make the journal look as if the process died between writing the
+	// file and marking the record done.
+	st, err := store{dir: dir}.load(workspace{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Undo[len(st.Undo)-1].State = undoPending
+	if err := (store{dir: dir}).save(st); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if _, err := f.e.Undo(context.Background(), f.e.Attach(nil), c.ID); err != nil {
+		t.Fatalf("undo of a settled write: %v", err)
+	}
+	if f.read("main.go") != mainGo {
+		t.Fatal("undo did not restore main.go")
+	}
+}
+
+func TestStateLivesOutsideTheWorkspace(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	if _, err := f.e.Apply(context.Background(), p, res.Changes[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	entries, _ := os.ReadDir(f.ws)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// The embedded upstream keeps its own state in .agentsmithy, like the
+	// real server; smith adds nothing.
+	names = slices.DeleteFunc(names, func(n string) bool { return n == ".agentsmithy" })
+	if !slices.Equal(names, []string{"main.go"}) {
+		t.Fatalf("workspace holds %v", names)
+	}
+	if !strings.HasPrefix(f.e.StateDir(), f.state) {
+		t.Fatalf("state dir %s is not under %s", f.e.StateDir(), f.state)
+	}
+}
