@@ -363,7 +363,12 @@ lines:
 		break lines
 	}
 	if c.Detail == "" {
-		c.Detail = "the text matches, but not where the hunk may go (anchored at the start or end of the file, overlapping another hunk, or a final-newline marker disagrees)"
+		c.Detail = m.whyNot(j, best)
+	}
+	if bestV < len(j.old) {
+		if at, ok := m.alreadyApplied(j); ok {
+			c.Detail += fmt.Sprintf("; the hunk's new text is already at line %d: was the diff applied already?", at+1)
+		}
 	}
 	return c
 }
@@ -394,4 +399,53 @@ func describeStep(st step) string {
 		return "whitespace-insensitively"
 	}
 	return "exactly"
+}
+
+// whyNot explains why a position where all old lines match was refused.
+func (m *matcher) whyNot(j *job, at int) string {
+	end := at + len(j.old)
+	for _, c := range m.claims {
+		if at < c.end && c.start < end {
+			return fmt.Sprintf("the text is at line %d, but another hunk already changes lines %d-%d", at+1, c.start+1, c.end)
+		}
+	}
+	h := j.h
+	switch {
+	case h.numbered && j.trail == 0 && j.lead > 0 && end != m.l.len():
+		return fmt.Sprintf("the text is at line %d, but the hunk has no trailing context, so it must end the file (line %d is not the last)", at+1, end)
+	case h.numbered && j.lead == 0 && j.trail > 0 && h.oldStart <= 1 && at != 0:
+		return fmt.Sprintf("the text is at line %d, but the hunk says line 1 and has no leading context, so it must start the file", at+1)
+	case h.oldNoNL && end != m.l.len():
+		return fmt.Sprintf("the text is at line %d, but the diff says its last line ends the file without a newline", at+1)
+	}
+	return fmt.Sprintf("the text is at line %d, but it does not fit there", at+1)
+}
+
+// alreadyApplied finds the hunk's post-image (context and added lines)
+// in the file, whitespace-insensitively, at exactly one place.
+func (m *matcher) alreadyApplied(j *job) (int, bool) {
+	var post []string
+	for _, l := range j.h.lines {
+		if l.op != '-' {
+			post = append(post, l.text)
+		}
+	}
+	if len(post) == 0 {
+		return 0, false
+	}
+	c := m.candidates(post, true, func(at int) bool {
+		if at < 0 || at+len(post) > m.l.len() {
+			return false
+		}
+		for i, p := range post {
+			if m.norm[at+i] != normWS(p) {
+				return false
+			}
+		}
+		return true
+	})
+	if len(c) != 1 {
+		return 0, false
+	}
+	return c[0], true
 }

@@ -36,6 +36,7 @@ type fileDiff struct {
 	copyFrom, copyTo     string
 	oldMode, newMode     uint32
 	newFile, deletedFile bool
+	dropCopy             bool // a reversed copy: the hunks must match, then the file goes
 	hunks                []*hunk
 	line                 int
 }
@@ -144,14 +145,6 @@ func (fd *fileDiff) extended(ext []string) error {
 		case strings.HasPrefix(l, "deleted file mode "):
 			fd.deletedFile = true
 			fd.oldMode, err = parseMode(l[len("deleted file mode "):])
-		case strings.HasPrefix(l, "index "):
-			// "index abc..def 100644": the mode applies to both sides.
-			if f := strings.Fields(l); len(f) == 3 {
-				m, e := parseMode(f[2])
-				if e == nil && fd.oldMode == 0 && fd.newMode == 0 {
-					fd.oldMode, fd.newMode = m, m
-				}
-			}
 		}
 		if err != nil {
 			return fmt.Errorf("%q: %w", l, err)
@@ -256,7 +249,7 @@ func (h *hunk) check() error {
 		return fmt.Errorf("hunk body has -%d +%d lines, header -%d +%d", o, n, h.oldCount, h.newCount)
 	}
 	if o == 0 && n == 0 {
-		return errors.New("empty hunk")
+		return errors.New("the hunk has no body: every body line must start with ' ', '-' or '+'")
 	}
 	return nil
 }
@@ -271,7 +264,7 @@ func (fd *fileDiff) reverse() {
 		// The reverse of a copy deletes the copy.
 		fd.oldName, fd.newName = fd.copyTo, "/dev/null"
 		fd.copyFrom, fd.copyTo = "", ""
-		fd.deletedFile = true
+		fd.deletedFile, fd.dropCopy = true, true
 	}
 	for _, h := range fd.hunks {
 		h.oldStart, h.newStart = h.newStart, h.oldStart

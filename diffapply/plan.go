@@ -287,6 +287,15 @@ func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) 
 			}
 			continue
 		}
+		if !explicit && o != "" && n != "" && o != n {
+			// Two names for one file (no rename header): like patch, take
+			// the one that exists, the old name first.
+			if exists(o) {
+				n = o
+			} else {
+				o = n
+			}
+		}
 		src := o
 		if src == "" {
 			src = n
@@ -342,7 +351,12 @@ func detect(o, n string) [][2]string {
 	asIs := [2]string{o, n}
 	p1o, p1n, err := strip(o, n, 1)
 	p1 := [2]string{p1o, p1n}
-	gitStyle := (o == "" || strings.HasPrefix(o, "a/")) && (n == "" || strings.HasPrefix(n, "b/"))
+	gitStyle := true
+	for _, name := range []string{o, n} {
+		if name != "" && !strings.HasPrefix(name, "a/") && !strings.HasPrefix(name, "b/") {
+			gitStyle = false
+		}
+	}
 	switch {
 	case gitStyle && err == nil:
 		return [][2]string{p1, asIs}
@@ -435,13 +449,25 @@ func planFile(ws *workspace, fd *fileDiff, opts Options, crlfDiff bool) (*File, 
 		m.locate(f.jobs, opts.Strict)
 	}
 	f.After = f.render(nil)
-	if f.Op == OpDelete && f.Conflict == nil && len(f.After) != 0 && allOK(f) {
+	if f.Op == OpModify && len(f.After) == 0 && len(fd.hunks) > 0 && allOK(f) && emptiesFile(fd) {
+		f.Op = OpDelete // "+0,0": the new side is no file at all (GNU patch does the same)
+	}
+	if f.Op == OpDelete && f.Conflict == nil && len(f.After) != 0 && allOK(f) && !fd.dropCopy {
 		f.Conflict = &Conflict{Reason: fmt.Sprintf("the diff deletes %s, but %d byte(s) of it would remain", f.Path, len(f.After))}
 	}
 	if f.Op == OpDelete {
 		f.After = nil
 	}
 	return f, nil
+}
+
+func emptiesFile(fd *fileDiff) bool {
+	for _, h := range fd.hunks {
+		if h.newStart != 0 || h.newCount != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func allOK(f *File) bool {
