@@ -19,6 +19,7 @@ type lcSession struct {
 	id     string
 	sink   *sink
 	busy   bool
+	ctx    context.Context    // ends with the stream: the client left or the server closes
 	cancel context.CancelFunc // ends the stream (a cut fault closes it)
 }
 
@@ -139,7 +140,7 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(s.shutdown, cancel)
 	defer stop()
-	sess := &lcSession{id: uuid4(), sink: newSink(w), cancel: cancel}
+	sess := &lcSession{id: uuid4(), sink: newSink(w), ctx: ctx, cancel: cancel}
 	if sess.sink.write(lcFraming.event(lcSessionStart{"session_start", sess.id})) != nil {
 		return
 	}
@@ -210,7 +211,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, faults []Fa
 	s.streams.Add(1)
 	go func() {
 		defer s.streams.Done()
-		_ = play(s.shutdown, sess.sink, ops, s.opts.DeltaDelay)
+		_ = play(sess.ctx, sess.sink, ops, s.opts.DeltaDelay)
 		s.mu.Lock()
 		sess.busy = false
 		s.mu.Unlock()
