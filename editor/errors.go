@@ -49,6 +49,10 @@ func codeFor(err error) (jsonrpc2.Code, bool) {
 		{daemon.ErrConflict, CodeConflict},
 		{daemon.ErrUnsupported, CodeUnsupported},
 		{protocol.ErrUnreachable, CodeUpstreamUnreachable},
+		{daemon.ErrNoUpstream, CodeUpstreamUnreachable},
+		{daemon.ErrEmptyMessage, jsonrpc2.InvalidParams},
+		{daemon.ErrOutsideWorkspace, jsonrpc2.InvalidParams},
+		{protocol.ErrNotFound, CodeUpstreamError},
 		{context.Canceled, CodeRequestCancelled},
 	}
 	for _, t := range table {

@@ -280,3 +280,12 @@ func itoa(n int) string {
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func asRPC(t *testing.T, err error) *jsonrpc2.Error {
+	t.Helper()
+	var e *jsonrpc2.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a JSON-RPC error, got %v", err)
+	}
+	return e
+}

@@ -50,12 +50,14 @@ type Editor struct {
 	proc *exec.Cmd
 	errb *syncBuffer // the server's stderr (subprocess only)
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	notes   []Notification
-	rawErrs []json.RawMessage // error responses as they arrived
-	bufs    map[string]*Buffer
-	edits   []json.RawMessage // workspace/applyEdit params received
+	mu       sync.Mutex
+	cond     *sync.Cond
+	notes    []Notification
+	rawErrs  []json.RawMessage // error responses as they arrived
+	bufs     map[string]*Buffer
+	edits    []json.RawMessage // workspace/applyEdit params received
+	rawCalls map[string]chan json.RawMessage
+	rawSeq   int
 
 	// RefuseEdits makes the editor answer workspace/applyEdit with
 	// applied=false.
@@ -131,10 +133,10 @@ func Dial(t testing.TB, socket string) *Editor {
 func New(t testing.TB, rwc io.ReadWriteCloser) *Editor { return newEditor(t, rwc) }
 
 func newEditor(t testing.TB, rwc io.ReadWriteCloser) *Editor {
-	e := &Editor{t: t, bufs: map[string]*Buffer{}, Encoding: "utf-16"}
+	e := &Editor{t: t, bufs: map[string]*Buffer{}, Encoding: "utf-16", rawCalls: map[string]chan json.RawMessage{}}
 	e.cond = sync.NewCond(&e.mu)
 	e.raw = &lockedWriter{rwc: rwc}
-	stream := &recordingStream{frames: jsonrpc2.NewHeaderStream(e.raw).(frameStream), onError: e.recordError}
+	stream := &recordingStream{frames: jsonrpc2.NewHeaderStream(e.raw).(frameStream), onError: e.recordError, onResponse: e.deliverRaw}
 	e.conn = jsonrpc2.NewConn(stream)
 	e.conn.Go(context.Background(), jsonrpc2.AsyncHandler(e.handle))
 	t.Cleanup(func() { e.conn.Close() })
@@ -158,12 +160,54 @@ func (e *Editor) Call(ctx context.Context, method string, params, result any) er
 	return err
 }
 
-// CallID is Call that also returns the request id (for $/cancelRequest).
-// The call runs in the background; wait on the returned channel.
-func (e *Editor) CallAsync(ctx context.Context, method string, params any, result any) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- e.Call(ctx, method, params, result) }()
-	return done
+// rawIDPrefix marks the ids of CallRaw requests.
+const rawIDPrefix = "editortest-raw-"
+
+// RawCall is a request sent with CallRaw.
+type RawCall struct {
+	// ID is the request's id, for $/cancelRequest.
+	ID string
+	// Response receives the whole response frame.
+	Response <-chan json.RawMessage
+}
+
+// CallRaw sends a request under an id the test knows, so that the test can
+// cancel it with Cancel and still read the response (jsonrpc2's Call gives
+// up on a cancelled context without waiting for the answer).
+func (e *Editor) CallRaw(method string, params any) (*RawCall, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan json.RawMessage, 1)
+	e.mu.Lock()
+	e.rawSeq++
+	id := fmt.Sprintf("%s%d", rawIDPrefix, e.rawSeq)
+	e.rawCalls[id] = ch
+	e.mu.Unlock()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": json.RawMessage(p)})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.WriteRaw([]byte(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body))); err != nil {
+		return nil, err
+	}
+	return &RawCall{ID: id, Response: ch}, nil
+}
+
+// Cancel sends $/cancelRequest for a CallRaw request.
+func (e *Editor) Cancel(ctx context.Context, id string) error {
+	return e.Notify(ctx, "$/cancelRequest", map[string]any{"id": id})
+}
+
+func (e *Editor) deliverRaw(id string, frame []byte) {
+	e.mu.Lock()
+	ch := e.rawCalls[id]
+	delete(e.rawCalls, id)
+	e.mu.Unlock()
+	if ch != nil {
+		ch <- json.RawMessage(bytes.Clone(frame))
+	}
 }
 
 // Notify sends a notification.

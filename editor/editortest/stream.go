@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
@@ -20,19 +21,26 @@ type frameStream interface {
 // connection sees it: the answer to a malformed frame carries no id the
 // connection knows, and jsonrpc2 would drop it silently.
 type recordingStream struct {
-	frames  frameStream
-	onError func([]byte)
+	frames     frameStream
+	onError    func([]byte)
+	onResponse func(id string, frame []byte) // responses to CallRaw
 }
 
 func (s *recordingStream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 	frame, n, err := s.frames.ReadFrame(ctx)
 	if err == nil {
 		var m struct {
+			ID     json.RawMessage `json:"id"`
 			Error  json.RawMessage `json:"error"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(frame, &m) == nil && m.Method == "" && len(m.Error) > 0 {
-			s.onError(frame)
+		if json.Unmarshal(frame, &m) == nil && m.Method == "" {
+			var id string
+			if json.Unmarshal(m.ID, &id) == nil && strings.HasPrefix(id, rawIDPrefix) {
+				s.onResponse(id, frame)
+			} else if len(m.Error) > 0 {
+				s.onError(frame)
+			}
 		}
 	}
 	return frame, n, err
