@@ -104,6 +104,11 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	c.BaseHash = contentHash(text, exists)
 	fp, err := e.planChange(c, text, exists)
+	if err != nil && e.holdsResult(c, text, exists) {
+		c.Status = StatusStale
+		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
+		return
+	}
 	if err != nil {
 		c.Status = StatusConflict
 		c.Reason = fmt.Sprintf("%s: %v", c.Path, err)
@@ -127,6 +132,11 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	c.Hunks = hunks
 	c.Reason = ""
 	c.Status = deriveStatus(c.Hunks, StatusPending)
+	if c.Status == StatusConflict && e.holdsResult(c, text, exists) {
+		c.Status = StatusStale
+		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
+		return
+	}
 	if c.Status == StatusConflict {
 		c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
 	}
@@ -134,6 +144,25 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
 	}
+}
+
+// holdsResult reports whether text already is what c would produce (the
+// user or another tool made the same edit): its diff, planned backwards,
+// matches everywhere.
+func (e *Engine) holdsResult(c *changeRecord, text []byte, exists bool) bool {
+	if c.Diff == "" {
+		return false
+	}
+	fp, err := e.planDiff(c, text, exists, true)
+	if err != nil || fp.file == nil {
+		return false
+	}
+	for _, h := range fp.hunks {
+		if h.Status != StatusPending {
+			return false
+		}
+	}
+	return len(fp.hunks) > 0
 }
 
 // deriveStatus computes a change's status from its hunks; empty is the

@@ -88,6 +88,9 @@ func (e *Engine) reserveTurn(ctx context.Context, p *Peer) (*turn, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
+	if p != nil && p.detached {
+		return nil, fmt.Errorf("%w: this client was detached", ErrClosed)
+	}
 	if p != nil && len(p.turns) >= e.cfg.MaxTurns {
 		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d (wait for one to end or cancel it)", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
 	}

@@ -122,6 +122,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		e.watch = w
 	}
+	// Files may have changed while no engine was watching.
+	e.revalidateAll()
 	return e, nil
 }
 
@@ -137,11 +139,14 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.turns.Wait()
-	var err error
-	if e.watch != nil {
-		err = e.watch.close()
+	var errs []error
+	if e.client != nil {
+		errs = append(errs, e.client.Close())
 	}
-	return err
+	if e.watch != nil {
+		errs = append(errs, e.watch.close())
+	}
+	return errors.Join(errs...)
 }
 
 // StateDir is the per-workspace folder holding the journal and dialog index.
@@ -158,7 +163,8 @@ type Peer struct {
 	ed Editor
 
 	// guarded by e.mu
-	turns map[string]context.CancelFunc // turn id -> cancel
+	turns    map[string]context.CancelFunc // turn id -> cancel
+	detached bool
 }
 
 // Attach registers a front. ed may be nil for a front without an editor.
@@ -174,6 +180,7 @@ func (e *Engine) Attach(ed Editor) *Peer {
 func (e *Engine) Detach(p *Peer) {
 	e.mu.Lock()
 	delete(e.peers, p)
+	p.detached = true
 	for _, cancel := range p.turns {
 		cancel()
 	}

@@ -404,3 +404,146 @@ func TestStateLivesOutsideTheWorkspace(t *testing.T) {
 		t.Fatalf("state dir %s is not under %s", f.e.StateDir(), f.state)
 	}
 }
+
+func TestWatcherSeesFilesInNewDirectories(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0"})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "create sub/dir/new.txt with hi")
+	c := f.change(res)
+	if c.Status != StatusPending || c.Kind != protocol.ChangeCreate {
+		t.Fatalf("create proposal %+v", c)
+	}
+	// mkdir -p, then the file: only a scan of the new directories finds it.
+	if err := os.MkdirAll(f.path("sub/dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.write("sub/dir/new.txt", "somebody else's\n")
+	waitFor(t, "conflict on sub/dir/new.txt", func() bool {
+		now, _ := f.e.Change(c.ID)
+		return now.Status == StatusConflict
+	})
+	// The same content as the proposal: nothing left to do.
+	f.write("sub/dir/new.txt", "hi\n")
+	waitFor(t, "stale", func() bool {
+		now, _ := f.e.Change(c.ID)
+		return now.Status == StatusStale
+	})
+}
+
+func TestCloseCancelsRunningTurns(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2"})
+	p := f.e.Attach(nil)
+	var res *ChatResult
+	first := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		seen := false
+		res, err = f.e.Chat(withFault(context.Background(), "stall=60"), p, ChatRequest{Message: "hello there"}, func(protocol.Event) {
+			if !seen {
+				seen = true
+				close(first)
+			}
+		})
+		done <- err
+	}()
+	<-first
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("turn ended by Close: %v", err)
+	}
+	if res.Outcome != protocol.OutcomeCancelled {
+		t.Fatalf("outcome %s, want cancelled", res.Outcome)
+	}
+	if _, _, err := f.chat(context.Background(), p, ChatRequest{Message: "again"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("chat after Close: %v", err)
+	}
+}
+
+func TestPendingChangesSurviveARestart(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	res, _ := f.mustChat(f.e.Attach(nil), "rename Foo to Bar in main.go")
+	c := f.change(res)
+	f.e.Close()
+	// While nothing watches, the file moves under the change.
+	f.write("main.go", "// moved\n"+mainGo)
+	f.e = f.open()
+	now, err := f.e.Change(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Status != StatusPending || now.Hunks[0].Offset != c.Hunks[0].Offset+1 {
+		t.Fatalf("after restart: %+v, want pending and re-anchored one line down", now)
+	}
+	if _, err := f.e.Apply(context.Background(), f.e.Attach(nil), c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.read("main.go") != "// moved\n"+strings.ReplaceAll(mainGo, "Foo", "Bar") {
+		t.Fatalf("main.go:\n%s", f.read("main.go"))
+	}
+}
+
+func TestAppliedUpstreamPerProtocol(t *testing.T) {
+	for _, proto := range []string{"v1", "v2"} {
+		t.Run(proto, func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{protocol: proto, files: map[string]string{"main.go": mainGo}})
+			p := f.e.Attach(nil)
+			res, _ := f.mustChat(p, "add a comment to main in main.go")
+			c := f.change(res)
+			if c.Status != StatusAppliedUpstream || len(c.Hunks) != 1 {
+				t.Fatalf("change %+v", c)
+			}
+			if _, err := f.e.Reject(context.Background(), p, c.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+			if f.read("main.go") != mainGo {
+				t.Fatalf("main.go after rejecting the upstream's comment:\n%s", f.read("main.go"))
+			}
+			// Reject is a write smith made: undo brings the comment back.
+			if _, err := f.e.Undo(context.Background(), p, c.ID); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(f.read("main.go"), "// main is documented") {
+				t.Fatalf("undo of the reject:\n%s", f.read("main.go"))
+			}
+			if now, _ := f.e.Change(c.ID); now.Status != StatusAppliedUpstream {
+				t.Fatalf("status after undoing the reject: %s", now.Status)
+			}
+		})
+	}
+}
+
+func TestUpstreamWriteThatDoesNotMatchDiskIsAConflict(t *testing.T) {
+	replay := []byte(`data: {"dialog_id": "d1", "type": "file_edit", "file": "main.go", "diff": "--- a/main.go\n+++ b/main.go\n@@ -1,3 +1,3 @@\n package main\n \n-func Foo() int {\n+func Baz() int {\n"}` + "\r\n\r\n" +
+		`data: {"dialog_id": "d1", "type": "tool_call", "name": "write_to_file", "args": {"path": "notes.txt", "content": "new notes\n"}}` + "\r\n\r\n" +
+		`data: {"dialog_id": "d1", "type": "file_edit", "file": "notes.txt"}` + "\r\n\r\n" +
+		`data: {"dialog_id": "d1", "type": "done", "done": true}` + "\r\n\r\n")
+	f := newFixture(t, fixtureOpts{protocol: "v2", replay: replay, files: map[string]string{"main.go": mainGo, "notes.txt": "old notes\n"}})
+	res, _ := f.mustChat(f.e.Attach(nil), "anything")
+	for _, id := range res.Changes {
+		c, _ := f.e.Change(id)
+		if c.Status != StatusConflict || c.Reason == "" {
+			t.Fatalf("change %+v: the file does not hold what the upstream reported, want conflict", c)
+		}
+	}
+	if len(res.Changes) != 2 || f.read("main.go") != mainGo || f.read("notes.txt") != "old notes\n" {
+		t.Fatal("files were touched or changes missed")
+	}
+}
+
+func TestStatusOfAnUnreachableUpstream(t *testing.T) {
+	e, err := New(context.Background(), Config{Workspace: t.TempDir(), Upstream: "http://" + closedAddr(t), StateDir: t.TempDir(), NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	st := e.Status(context.Background())
+	if st.Reachable || st.Error == "" || st.Dialect != "auto" {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := e.Dialogs(context.Background()); !errors.Is(err, protocol.ErrUnreachable) {
+		t.Fatalf("dialogs of an unreachable upstream: %v", err)
+	}
+}
