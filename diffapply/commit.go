@@ -72,9 +72,9 @@ func Commit(ctx context.Context, root string, writes []Write, journalDir string)
 	return commit(ctx, root, writes, journalDir, nil)
 }
 
-// commit is Commit with a hook called after the i-th target was renamed
-// (tests use it to kill the process mid-commit).
-func commit(ctx context.Context, root string, writes []Write, journalDir string, afterRename func(i int)) (err error) {
+// commit is Commit with a hook called after the i-th target was renamed;
+// tests use it to kill the process mid-commit or to inject a failure.
+func commit(ctx context.Context, root string, writes []Write, journalDir string, afterRename func(i int) error) (err error) {
 	ws, err := newWorkspace(root)
 	if err != nil {
 		return fmt.Errorf("workspace root: %w", err)
@@ -129,15 +129,15 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 		} else {
 			rerr = os.Rename(e.Temp, e.Path)
 		}
+		if rerr == nil && afterRename != nil {
+			rerr = afterRename(i)
+		}
 		if rerr != nil {
 			rb := rollback(tx, entries, backups)
 			cleanup()
 			return errors.Join(fmt.Errorf("writing %s: %w; all files were restored", e.Path, rerr), rb)
 		}
 		syncDir(filepath.Dir(e.Path))
-		if afterRename != nil {
-			afterRename(i)
-		}
 	}
 	if tx != "" {
 		if err := os.RemoveAll(tx); err != nil {

@@ -1,0 +1,216 @@
+package diffapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// commitFixture is a workspace with two existing files and the writes that
+// change one, create one in a new directory, and delete the other.
+func commitFixture(t *testing.T, root string) (writes []Write, before, after map[string]string) {
+	t.Helper()
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a before\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "gone.txt"), []byte("gone before\n"), 0o600))
+	writes = []Write{
+		{Path: "a.txt", Content: []byte("a after\n"), ExpectHash: Hash([]byte("a before\n"))},
+		{Path: "run.sh", Content: []byte("#!/bin/sh\necho hi\n")},
+		{Path: "new/dir/b.txt", Content: []byte("b after\n"), ExpectHash: HashAbsent},
+		{Path: "gone.txt", ExpectHash: Hash([]byte("gone before\n"))},
+	}
+	before = map[string]string{"a.txt": "a before\n", "run.sh": "#!/bin/sh\n", "gone.txt": "gone before\n"}
+	after = map[string]string{"a.txt": "a after\n", "run.sh": "#!/bin/sh\necho hi\n", "new/dir/b.txt": "b after\n"}
+	return writes, before, after
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCommitWritesAllAndKeepsModes(t *testing.T) {
+	root, journal := t.TempDir(), t.TempDir()
+	writes, _, after := commitFixture(t, root)
+	must(t, Commit(context.Background(), root, writes, journal))
+	assertFiles(t, root, after)
+	fi, err := os.Stat(filepath.Join(root, "run.sh"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o755 {
+		t.Errorf("run.sh mode %o, want 755 kept", fi.Mode().Perm())
+	}
+	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+		t.Errorf("journal not cleaned: %v", ents)
+	}
+}
+
+func TestCommitRollsBackOnFailure(t *testing.T) {
+	for fail := 0; fail < 4; fail++ {
+		t.Run(fmt.Sprint("fail after rename ", fail), func(t *testing.T) {
+			root, journal := t.TempDir(), t.TempDir()
+			writes, before, _ := commitFixture(t, root)
+			boom := errors.New("injected")
+			err := commit(context.Background(), root, writes, journal, func(i int) error {
+				if i == fail {
+					return boom
+				}
+				return nil
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("err = %v, want the injected failure", err)
+			}
+			assertFiles(t, root, before)
+			if _, err := os.Stat(filepath.Join(root, "new")); !os.IsNotExist(err) {
+				t.Errorf("the directory created for b.txt was left behind")
+			}
+		})
+	}
+}
+
+func TestCommitRefusesStaleAndUnsafe(t *testing.T) {
+	root := t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	stale := append([]Write(nil), writes...)
+	stale[0].ExpectHash = Hash([]byte("something else\n"))
+	err := Commit(context.Background(), root, stale, "")
+	var se *StaleError
+	if !errors.As(err, &se) || !errors.Is(err, ErrStale) || se.Path != "a.txt" {
+		t.Fatalf("err = %v, want a StaleError for a.txt", err)
+	}
+	assertFiles(t, root, before)
+
+	exists := []Write{{Path: "a.txt", Content: []byte("x"), ExpectHash: HashAbsent}}
+	if err := Commit(context.Background(), root, exists, ""); !errors.Is(err, ErrStale) {
+		t.Errorf("HashAbsent on an existing file: err = %v", err)
+	}
+	for _, p := range []string{"../x", "/etc/passwd", ".git/config", "a\x00b"} {
+		err := Commit(context.Background(), root, []Write{{Path: p, Content: []byte("x")}}, "")
+		if !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("Commit(%q): err = %v, want ErrUnsafePath", p, err)
+		}
+	}
+	assertFiles(t, root, before)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Commit(ctx, root, writes, t.TempDir()); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: err = %v", err)
+	}
+	assertFiles(t, root, before)
+}
+
+func TestRecoverStagingJournal(t *testing.T) {
+	root, journal := t.TempDir(), t.TempDir()
+	_, before, _ := commitFixture(t, root)
+	// A commit killed while staging: a manifest and a temp file, no renames.
+	tx, err := newTxDir(journal)
+	must(t, err)
+	temp := filepath.Join(root, ".a.txt.smith-dead")
+	must(t, os.WriteFile(temp, []byte("half"), 0o644))
+	must(t, writeManifest(tx, &manifest{Version: 1, State: stateStaging, Entries: []journalEntry{{Path: filepath.Join(root, "a.txt"), Temp: temp, Existed: true}}}))
+	n, err := Recover(journal)
+	if err != nil || n != 0 {
+		t.Fatalf("Recover = %d, %v; want 0 rolled back", n, err)
+	}
+	assertFiles(t, root, before)
+	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+		t.Errorf("journal left: %v", ents)
+	}
+}
+
+// TestKill9MidCommit re-runs the test binary as a helper that SIGKILLs
+// itself after renaming N of the 4 targets, then recovers and checks that
+// every file was, at the kill, entirely before or after, and is before
+// once Recover has rolled the transaction back.
+func TestKill9MidCommit(t *testing.T) {
+	if os.Getenv("DIFFAPPLY_KILL_HELPER") != "" {
+		t.Skip("helper mode")
+	}
+	for n := 0; n < 4; n++ {
+		t.Run(fmt.Sprint("killed after rename ", n+1), func(t *testing.T) {
+			root, journal := t.TempDir(), t.TempDir()
+			_, before, after := commitFixture(t, root)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$", "-test.v")
+			cmd.Env = append(os.Environ(), "DIFFAPPLY_KILL_HELPER="+strconv.Itoa(n), "DIFFAPPLY_ROOT="+root, "DIFFAPPLY_JOURNAL="+journal)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("helper was not killed: %v\n%s", err, out)
+			}
+			got := snapshot(t, root)
+			changed := 0
+			for _, name := range []string{"a.txt", "run.sh", "new/dir/b.txt", "gone.txt"} {
+				g, ok := got[name]
+				b, inBefore := before[name]
+				a, inAfter := after[name]
+				switch {
+				case ok == inBefore && g == b:
+				case ok == inAfter && g == a:
+					changed++
+				default:
+					t.Errorf("%s is neither before nor after: %q (exists %v)", name, g, ok)
+				}
+			}
+			if changed != n+1 {
+				t.Errorf("%d files changed at the kill, want %d", changed, n+1)
+			}
+			rolled, err := Recover(journal)
+			if err != nil || rolled != 1 {
+				t.Fatalf("Recover = %d, %v; want 1", rolled, err)
+			}
+			assertFiles(t, root, before)
+			for name := range snapshot(t, root) {
+				if strings.Contains(name, ".smith-") {
+					t.Errorf("temp file left: %s", name)
+				}
+			}
+		})
+	}
+}
+
+// TestKillHelper is the helper process of TestKill9MidCommit.
+func TestKillHelper(t *testing.T) {
+	v := os.Getenv("DIFFAPPLY_KILL_HELPER")
+	if v == "" {
+		t.Skip("only run as TestKill9MidCommit's helper")
+	}
+	n, _ := strconv.Atoi(v)
+	root := os.Getenv("DIFFAPPLY_ROOT")
+	writes, _, _ := commitFixture(t, root)
+	// commitFixture rewrites the same pre-images; the helper needs its writes.
+	err := commit(context.Background(), root, writes, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int) error {
+		if i == n {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	})
+	t.Fatalf("commit returned %v instead of being killed", err)
+}
+
+// assertFiles checks that root holds exactly want (temp files included).
+func assertFiles(t *testing.T, root string, want map[string]string) {
+	t.Helper()
+	got := snapshot(t, root)
+	for _, k := range sortedKeys(got) {
+		if w, ok := want[k]; !ok {
+			t.Errorf("unexpected file %s", k)
+		} else if got[k] != w {
+			t.Errorf("%s = %q, want %q", k, got[k], w)
+		}
+	}
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("missing file %s", k)
+		}
+	}
+}
