@@ -362,6 +362,7 @@ type idleReader struct {
 	d     time.Duration
 	t     *time.Timer
 	fired atomic.Bool
+	off   atomic.Bool // stopped for good
 	cause error
 }
 
@@ -382,7 +383,7 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 	if ir.t == nil {
 		return n, err
 	}
-	if n > 0 {
+	if n > 0 && !ir.off.Load() {
 		ir.t.Reset(ir.d)
 	}
 	if err != nil && err != io.EOF && ir.fired.Load() {
@@ -392,8 +393,10 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// stop turns the watchdog off for good.
 func (ir *idleReader) stop() {
 	if ir.t != nil {
+		ir.off.Store(true)
 		ir.t.Stop()
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	sse "github.com/tmaxmax/go-sse"
 )
 
 // The lifecycle dialect has no stream per request. The client opens one
@@ -20,7 +18,7 @@ import (
 // then POSTs each message; the turn's events (message_start ...
 // message_end) arrive on the session stream. A pump goroutine per session
 // reads that stream and hands the events of the current turn to the Chat
-// that waits for them, re-framed as a stand-alone SSE body for ReadTurn.
+// that waits for them, which drives the turn's state machine (Turn) itself.
 //
 // Cancelling a lifecycle turn closes its session stream: the contract has no
 // cancel request, and a closed stream is what makes its server stop. The
@@ -43,7 +41,8 @@ type lifecycleSession struct {
 // lifecycleTurn receives one turn's raw events from the pump.
 type lifecycleTurn struct {
 	events chan streamItem
-	done   chan struct{} // closed by the turn's owner when it stops listening
+	done   chan struct{} // closed by endTurn when the owner stops listening
+	once   sync.Once
 }
 
 type streamItem struct {
@@ -62,7 +61,7 @@ func lifecycleEnd(ev SSEEvent) bool {
 		return false
 	}
 	switch p.Type {
-	case "message_end":
+	case "message_end", "done":
 		return true
 	case "error":
 		return len(p.MessageID) == 0 || string(p.MessageID) == "null" || string(p.MessageID) == `""`
@@ -110,82 +109,57 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 		return c.failTurn(ctx, req, emit, ctx.Err())
 	}
 
-	pr, pw := io.Pipe()
-	stop := make(chan struct{})
-	ended := make(chan bool, 1) // whether the turn's last event went through
-	go func() { ended <- forwardTurn(pw, t, first, stop, c.idleTimeout(), s.url) }()
-	sum := ReadTurn(ctx, pr, c.streamOptions(req, nil), emit)
-	pr.Close()
-	close(stop)
-	aborted = !<-ended
+	sum, ended := c.followTurn(ctx, req, s, t, first, emit)
+	aborted = !ended
 	if ctx.Err() != nil {
+		// Detach first: the pump may be waiting to hand this turn an event.
+		s.endTurn(t, aborted)
 		s.close(ctx.Err())
+		<-s.done // the dialog is gone once Chat returns
 	}
 	return sum, nil
 }
 
-// forwardTurn writes the turn's events to pw as an SSE body and closes it
-// after the turn's last event, when the session stream ends, when stop is
-// closed, or when no event came for idle. It reports whether the turn's last
-// event was written.
-func forwardTurn(pw *io.PipeWriter, t *lifecycleTurn, first *streamItem, stop <-chan struct{}, idle time.Duration, url string) (ended bool) {
-	var timeout <-chan time.Time
+// followTurn drives the turn's state machine with the events the pump hands
+// over, until the turn's terminal event, the end of the session stream, an
+// idle timeout or ctx. It reports whether the terminal event was seen.
+func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSession, t *lifecycleTurn, first *streamItem, emit func(Event)) (*Summary, bool) {
+	turn := NewTurn(c.streamOptions(req, nil))
+	if first != nil {
+		turn.Feed(first.ev, emit)
+	}
 	var timer *time.Timer
-	if idle > 0 {
+	var timeout <-chan time.Time // nil: never
+	if idle := c.idleTimeout(); idle > 0 {
 		timer = time.NewTimer(idle)
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	// write frames one event; done reports that the body is finished.
-	write := func(it streamItem) (done, ended bool) {
-		if it.err != nil {
-			if it.err == io.EOF {
-				it.err = io.ErrUnexpectedEOF // the session ended inside the turn
-			}
-			pw.CloseWithError(it.err)
-			return true, false
-		}
-		if timer != nil {
-			timer.Reset(idle)
-		}
-		// Once the pump has handed over the turn's last event, the turn is
-		// over upstream, whether or not the reader still wants it.
-		ended = lifecycleEnd(it.ev)
-		m := &sse.Message{}
-		if it.ev.Type != "message" {
-			m.Type = sse.Type(it.ev.Type)
-		}
-		if it.ev.LastEventID != "" {
-			m.ID = sse.ID(it.ev.LastEventID)
-		}
-		m.AppendData(it.ev.Data)
-		if _, err := m.WriteTo(pw); err != nil {
-			return true, ended // the reader is gone
-		}
-		if ended {
-			pw.Close()
-		}
-		return ended, ended
-	}
-	if first != nil {
-		if done, ended := write(*first); done {
-			return ended
-		}
-	}
-	for {
+	for !turn.Done() {
 		select {
 		case it := <-t.events:
-			if done, ended := write(it); done {
-				return ended
+			if it.err != nil {
+				return turn.Finish(sessionEnded(it.err), emit), false
 			}
+			if timer != nil {
+				timer.Reset(c.idleTimeout())
+			}
+			turn.Feed(it.ev, emit)
 		case <-timeout:
-			pw.CloseWithError(&IdleTimeoutError{URL: url, Timeout: idle.String()})
-			return false
-		case <-stop:
-			pw.CloseWithError(io.ErrClosedPipe)
-			return false
+			return turn.Finish(&IdleTimeoutError{URL: s.url, Timeout: c.idleTimeout().String()}, emit), false
+		case <-ctx.Done():
+			return turn.Finish(context.Cause(ctx), emit), false
 		}
 	}
+	return turn.Finish(nil, emit), true
+}
+
+// sessionEnded is the cause of a turn whose session stream ended under it.
+func sessionEnded(err error) error {
+	if err == io.EOF {
+		return errors.New("the session stream ended before the turn's message_end")
+	}
+	return fmt.Errorf("the session stream failed: %w", err)
 }
 
 // postMessage sends one message of a lifecycle dialog. 409 means the
@@ -332,7 +306,7 @@ func (s *lifecycleSession) beginTurn() (*lifecycleTurn, error) {
 	return t, nil
 }
 
-// endTurn detaches t. An aborted turn keeps running upstream until its
+// endTurn detaches t; calling it again does nothing. An aborted turn keeps running upstream until its
 // message_end, so its remaining events are dropped until then.
 func (s *lifecycleSession) endTurn(t *lifecycleTurn, aborted bool) {
 	s.mu.Lock()
@@ -341,7 +315,7 @@ func (s *lifecycleSession) endTurn(t *lifecycleTurn, aborted bool) {
 		s.turn = nil
 		s.draining = aborted
 	}
-	close(t.done)
+	t.once.Do(func() { close(t.done) })
 }
 
 // close ends the session stream.

@@ -357,6 +357,7 @@ func TestChatIdleTimeoutEndsInterrupted(t *testing.T) {
 type lifecycleServer struct {
 	t     *testing.T
 	busy  bool
+	stall bool // answer with message_start and text, never message_end
 	mu    sync.Mutex
 	next  int
 	outs  map[string]chan string // session id → frames to write
@@ -416,7 +417,9 @@ func (ls *lifecycleServer) message(w http.ResponseWriter, r *http.Request) {
 	// processes the message inside the request would do.
 	out <- fmt.Sprintf("data: {\"type\": \"message_start\", \"message_id\": %q}\n\n", mid)
 	out <- fmt.Sprintf("data: {\"type\": \"text\", \"message_id\": %q, \"content\": \"echo: %s\"}\n\n", mid, body["message"])
-	out <- fmt.Sprintf("data: {\"type\": \"message_end\", \"message_id\": %q}\n\n", mid)
+	if !ls.stall {
+		out <- fmt.Sprintf("data: {\"type\": \"message_end\", \"message_id\": %q}\n\n", mid)
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -494,4 +497,66 @@ func TestChatLifecycleUnknownSession(t *testing.T) {
 		t.Fatalf("err = %v, want ErrSessionClosed", err)
 	}
 	checkOneTurnEnd(t, *evs, OutcomeError)
+}
+
+func TestChatLifecycleCancelClosesTheSession(t *testing.T) {
+	ls, srv := newLifecycleServer(t, false)
+	ls.stall = true
+	c := NewClient(ClientConfig{BaseURL: srv.URL, Dialect: DialectLifecycle})
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var evs []Event
+	emit := func(e Event) {
+		evs = append(evs, e)
+		if e.Type == KindText {
+			cancel()
+		}
+	}
+	sum, err := c.Chat(ctx, ChatRequest{Message: "hi"}, emit)
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	checkOneTurnEnd(t, evs, OutcomeCancelled)
+	select {
+	case id := <-ls.gone:
+		if id != sum.DialogID {
+			t.Errorf("closed session %q, want %q", id, sum.DialogID)
+		}
+	case <-time.After(testWait):
+		t.Fatal("the server did not see the session stream close")
+	}
+	// The dialog ended with its stream.
+	_, err = c.Chat(context.Background(), ChatRequest{DialogID: sum.DialogID, Message: "again"}, nil)
+	if !errors.Is(err, ErrSessionClosed) {
+		t.Errorf("next turn: err = %v, want ErrSessionClosed", err)
+	}
+}
+
+func TestChatLifecycleIdleTimeout(t *testing.T) {
+	ls, srv := newLifecycleServer(t, false)
+	ls.stall = true
+	c := NewClient(ClientConfig{BaseURL: srv.URL, Dialect: DialectLifecycle, IdleTimeout: 50 * time.Millisecond})
+	defer c.Close()
+	emit, evs := collect()
+	sum, err := c.Chat(context.Background(), ChatRequest{Message: "hi"}, emit)
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	checkOneTurnEnd(t, *evs, OutcomeInterrupted)
+	if sum.Text != "echo: hi" {
+		t.Errorf("text = %q", sum.Text)
+	}
+	// The abandoned message is still running upstream: the dialog is busy
+	// until its message_end, and nothing is posted meanwhile.
+	_, err = c.Chat(context.Background(), ChatRequest{DialogID: sum.DialogID, Message: "again"}, nil)
+	if !errors.Is(err, ErrDialogBusy) {
+		t.Errorf("next turn: err = %v, want ErrDialogBusy", err)
+	}
+	ls.mu.Lock()
+	n := len(ls.posts)
+	ls.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d messages posted, want 1", n)
+	}
 }

@@ -130,6 +130,9 @@ func (e *IdleTimeoutError) Error() string {
 	return fmt.Sprintf("%s: no data for %s; the upstream stalled", e.URL, e.Timeout)
 }
 
+// Is makes errors.Is(err, ErrIdleTimeout) true: the turn ends interrupted.
+func (e *IdleTimeoutError) Is(target error) bool { return target == ErrIdleTimeout }
+
 // readErrorBody reads at most MaxErrorBody bytes of body for an error message.
 func readErrorBody(body io.Reader) (text string, truncated bool) {
 	b, _ := io.ReadAll(io.LimitReader(body, MaxErrorBody+1))
