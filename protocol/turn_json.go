@@ -173,17 +173,44 @@ func (p *payload) rawMsg(key string) json.RawMessage {
 }
 
 // unquote decodes a raw JSON string that the scanner has validated. Without
-// escapes it is a substring (no allocation).
+// escapes it is a substring (no allocation); the common one-letter escapes
+// are decoded here, \\u escapes by encoding/json (surrogate pairs and lone
+// surrogates need its exact rules).
 func unquote(v string) string {
 	body := v[1 : len(v)-1]
-	if strings.IndexByte(body, '\\') < 0 {
+	i := strings.IndexByte(body, '\\')
+	if i < 0 {
 		return body
 	}
-	var s string
-	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return body // unreachable: the scanner validated v
+	if strings.Contains(body[i:], "\\u") {
+		var s string
+		if err := json.Unmarshal([]byte(v), &s); err != nil {
+			return body // unreachable: the scanner validated v
+		}
+		return s
 	}
-	return s
+	b := make([]byte, 0, len(body))
+	for {
+		b = append(b, body[:i]...)
+		switch body[i+1] {
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		default: // '"', '\\', '/'
+			b = append(b, body[i+1])
+		}
+		body = body[i+2:]
+		if i = strings.IndexByte(body, '\\'); i < 0 {
+			return string(append(b, body...))
+		}
+	}
 }
 
 // scanner validates JSON text (RFC 8259) and records the top-level members.
@@ -359,6 +386,16 @@ func (sc *scanner) lit(word string) error {
 func (sc *scanner) str() error {
 	sc.i++ // opening quote
 	for sc.i < len(sc.s) {
+		// Fast path: skip ordinary characters in one tight loop.
+		for sc.i < len(sc.s) {
+			if c := sc.s[sc.i]; c == '"' || c == '\\' || c < 0x20 {
+				break
+			}
+			sc.i++
+		}
+		if sc.i >= len(sc.s) {
+			break
+		}
 		c := sc.s[sc.i]
 		switch {
 		case c == '"':

@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+)
+
+// v2Stream builds an AgentSmithy v2 stream of n events with the server's
+// real framing: chat deltas for the most part, reasoning, tool calls and
+// file edits among them, a ping comment every 500 events, done at the end.
+func v2Stream(n int) []byte {
+	const d = `{"dialog_id": "050d5ee3ea774a418b52299e054ba351", `
+	var b bytes.Buffer
+	b.WriteString("data: " + d + `"type": "user", "content": "Refactor the store", "checkpoint": "9692df864aa109f4fbac5354619c13dd612b84ae", "session": "session_1"}` + "\r\n\r\n")
+	for i := 1; i < n-1; i++ {
+		switch {
+		case i%500 == 0:
+			fmt.Fprintf(&b, ": ping - 2025-12-29 11:20:%02d.482913+00:00\r\n\r\n", i%60)
+			fallthrough
+		case i%97 == 0:
+			b.WriteString("data: " + d + `"type": "reasoning", "content": "Check the callers first."}` + "\r\n\r\n")
+		case i%1000 == 1:
+			b.WriteString("data: " + d + `"type": "tool_call", "name": "replace_in_file", "args": {"path": "internal/store/users.go", "diff": "------- SEARCH\n\treturn 1\n=======\n\treturn 2\n+++++++ REPLACE"}}` + "\r\n\r\n")
+		case i%1000 == 2:
+			b.WriteString("data: " + d + `"type": "file_edit", "file": "/home/dev/acme-api/internal/store/users.go", "diff": "--- a//home/dev/acme-api/internal/store/users.go\n+++ b//home/dev/acme-api/internal/store/users.go\n@@ -1,3 +1,3 @@\n package store\n\n-\treturn 1\n\n+\treturn 2\n"}` + "\r\n\r\n")
+		case i%7 == 0:
+			b.WriteString("data: " + d + `"type": "chat", "content": "line with \"quotes\"\n"}` + "\r\n\r\n")
+		default:
+			b.WriteString("data: " + d + `"type": "chat", "content": "The loop "}` + "\r\n\r\n")
+		}
+	}
+	b.WriteString("data: " + d + `"type": "done", "done": true}` + "\r\n\r\n")
+	return b.Bytes()
+}
+
+// BenchmarkUpstreamPath measures bytes in → normalized events out: SSE
+// framing (go-sse plus the spec compensations), UTF-8 decoding, JSON,
+// the AgentSmithy adapter and the turn state machine, through ReadTurn
+// with its watchdog goroutine.
+func BenchmarkUpstreamPath(b *testing.B) {
+	in := v2Stream(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		sum := ReadTurn(context.Background(), bytes.NewReader(in), StreamOptions{TurnID: "t"}, func(Event) { n++ })
+		if sum.Outcome != OutcomeCompleted || n < 100_000 {
+			b.Fatalf("outcome %s after %d events, violations %v", sum.Outcome, n, sum.Violations)
+		}
+	}
+}
+
+// BenchmarkSSEReader is the framing layer alone, for comparison.
+func BenchmarkSSEReader(b *testing.B) {
+	in := v2Stream(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewSSEReader(bytes.NewReader(in), 0)
+		for _, err := range r.All() {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

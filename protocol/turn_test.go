@@ -1,0 +1,269 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const d2 = `{"dialog_id": "d1", `
+
+func v2(rest string) string { return "data: " + d2 + rest + "\r\n\r\n" }
+
+func record(evs *[]Event) func(Event) {
+	return func(e Event) { *evs = append(*evs, e) }
+}
+
+func TestReadTurnCancel(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.WriteString(pw, v2(`"type": "chat", "content": "partial"}`))
+		cancel() // the stream stays open; only the cancel ends the turn
+	}()
+	var evs []Event
+	sum := ReadTurn(ctx, pr, StreamOptions{TurnID: "t1"}, record(&evs))
+	if sum.Outcome != OutcomeCancelled || sum.Text != "partial" {
+		t.Fatalf("outcome %s, text %q; want cancelled with the partial text", sum.Outcome, sum.Text)
+	}
+	checkTurnInvariants(t, evs)
+}
+
+func TestReadTurnIdleTimeout(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go io.WriteString(pw, v2(`"type": "chat", "content": "then silence"}`)+": ping\r\n")
+	var evs []Event
+	sum := ReadTurn(context.Background(), pr, StreamOptions{TurnID: "t1", IdleTimeout: 20 * time.Millisecond}, record(&evs))
+	if sum.Outcome != OutcomeInterrupted || sum.Text != "then silence" {
+		t.Fatalf("outcome %s, text %q; want interrupted with the text", sum.Outcome, sum.Text)
+	}
+	if end := evs[len(evs)-1].TurnEnd; !strings.Contains(end.Reason, "idle timeout") {
+		t.Errorf("reason %q does not name the idle timeout", end.Reason)
+	}
+	checkTurnInvariants(t, evs)
+}
+
+func TestReadTurnEventTooLarge(t *testing.T) {
+	in := v2(`"type": "chat", "content": "ok"}`) + v2(`"type": "chat", "content": "`+strings.Repeat("x", 300)+`"}`)
+	var evs []Event
+	sum := ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{TurnID: "t1", MaxEventSize: 200}, record(&evs))
+	if sum.Outcome != OutcomeError || len(sum.Errors) != 1 || sum.Errors[0].Code != "event_too_large" {
+		t.Fatalf("outcome %s, errors %v; want an event_too_large error", sum.Outcome, sum.Errors)
+	}
+	if !strings.Contains(sum.Errors[0].Message, "200-byte limit") {
+		t.Errorf("message %q does not say the limit", sum.Errors[0].Message)
+	}
+	checkTurnInvariants(t, evs)
+}
+
+// TestReadTurnHTTP reads real SSE over loopback: a complete turn, and one
+// whose connection dies in the middle of a JSON line.
+func TestReadTurnHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := v2(`"type": "user", "content": "hi"}`) + ": ping - 2025-12-29 11:20:15.482913+00:00\r\n\r\n" +
+			v2(`"type": "chat", "content": "Hel"}`) + v2(`"type": "chat", "content": "lo"}`)
+		if r.URL.Path == "/cut" {
+			body += `data: {"dialog_id": "d1", "type": "chat", "con`
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)+100)) // the body ends short: the client sees io.ErrUnexpectedEOF
+		} else {
+			body += v2(`"type": "done", "done": true}`)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, part := range strings.SplitAfter(body, "\r\n\r\n") {
+			io.WriteString(w, part)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	for path, want := range map[string]Outcome{"/ok": OutcomeCompleted, "/cut": OutcomeInterrupted} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evs []Event
+		sum := ReadTurn(context.Background(), res.Body, StreamOptions{TurnID: "t1"}, record(&evs))
+		res.Body.Close()
+		if sum.Outcome != want || sum.Text != "Hello" || sum.DialogID != "d1" || *sum.Protocol != "v2" {
+			t.Errorf("%s: outcome %s, text %q, dialog %q; want %s, Hello, d1", path, sum.Outcome, sum.Text, sum.DialogID, want)
+		}
+		checkTurnInvariants(t, evs)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		payload string
+		want    Dialect
+	}{
+		{`{"dialog_id": "d", "type": "user", "content": "x"}`, DialectAgentSmithy},
+		{`{"content": "v0 text"}`, DialectAgentSmithy},
+		{`{"done": true}`, DialectAgentSmithy},
+		{`{"type": "classification", "task_type": "refactor"}`, DialectAgentSmithy},
+		{`{"type": "tool_call", "name": "read_file", "args": {}}`, DialectAgentSmithy},
+		{`{"type": "status", "message": ""}`, DialectRAG},
+		{`{"message": {"content": "x"}}`, DialectRAG},
+		{`{"error": "x", "details": "y"}`, DialectRAG},
+		{`{"type": "delta", "content": "x"}`, DialectTextbook},
+		{`{"type": "error", "message": "x", "code": "timeout"}`, DialectTextbook},
+		{`{"type": "done", "citations": []}`, DialectTextbook},
+		{`{"type": "session_start", "sessionId": "s"}`, DialectLifecycle},
+		{`{"type": "error", "message_id": null, "code": "X", "message": "m"}`, DialectLifecycle},
+		{`{"type": "status", "status": "thinking", "message": "Thinking..."}`, DialectLifecycle},
+		{`{"type": "thinking", "content": "x"}`, DialectOracle},
+		{`{"type": "tool_call", "tool_call": {"id": "1", "name": "n"}}`, DialectOracle},
+		{`{"type": "done", "tokens_used": 3}`, DialectOracle},
+		{`{"type": "done"}`, DialectAuto},
+		{`{"type": "error", "error": "x"}`, DialectAuto},
+	}
+	for _, tc := range cases {
+		var p payload
+		if err := p.parse(tc.payload); err != nil {
+			t.Fatal(err)
+		}
+		if got := detect(&p); got != tc.want {
+			t.Errorf("detect(%s) = %q, want %q", tc.payload, got, tc.want)
+		}
+	}
+}
+
+// An explicit dialect always wins: an AgentSmithy stream read as textbook
+// maps only what fits textbook: "chat" is a violation, "done" (a textbook
+// type as well) ends the turn.
+func TestExplicitDialectWins(t *testing.T) {
+	in := v2(`"type": "chat", "content": "x"}`) + v2(`"type": "done", "done": true}`)
+	sum := ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{Dialect: DialectTextbook}, nil)
+	if sum.Dialect != DialectTextbook || sum.Outcome != OutcomeCompleted || len(sum.Violations) != 1 {
+		t.Fatalf("dialect %s, outcome %s, violations %v", sum.Dialect, sum.Outcome, sum.Violations)
+	}
+	if sum.Violations[0].Kind != ViolationUnknownType {
+		t.Errorf("violation %+v, want unknown_type", sum.Violations[0])
+	}
+}
+
+// TestTurnPiecesOnSessionStream drives two turns over one lifecycle
+// session stream with the exported pieces, as the chat client does.
+func TestTurnPiecesOnSessionStream(t *testing.T) {
+	L := func(s string) string { return "data: " + s + "\n\n" }
+	stream := L(`{"type":"session_start","sessionId":"s1"}`) +
+		L(`{"type":"message_start","message_id":"m1"}`) + L(`{"type":"text","message_id":"m1","content":"one"}`) + L(`{"type":"message_end","message_id":"m1"}`) +
+		": keepalive\n\n" +
+		L(`{"type":"message_start","message_id":"m2"}`) + L(`{"type":"text","message_id":"m2","content":"two"}`) + L(`{"type":"message_end","message_id":"m2"}`)
+	r := NewSSEReader(strings.NewReader(stream), 0)
+	var texts []string
+	for turn := 1; turn <= 2; turn++ {
+		tr := NewTurn(StreamOptions{Dialect: DialectLifecycle, TurnID: fmt.Sprint("t", turn)})
+		var evs []Event
+		var cause error
+		for !tr.Done() {
+			ev, err := r.Next()
+			if err != nil {
+				cause = err
+				break
+			}
+			tr.Feed(ev, func(e Event) { evs = append(evs, e) })
+		}
+		if cause == io.EOF {
+			cause = nil
+		}
+		sum := tr.Finish(cause, func(e Event) { evs = append(evs, e) })
+		if sum.Outcome != OutcomeCompleted || len(sum.Violations) != 0 {
+			t.Fatalf("turn %d: outcome %s, violations %v", turn, sum.Outcome, sum.Violations)
+		}
+		if again := tr.Finish(nil, func(Event) { t.Error("second Finish emitted") }); again != sum {
+			t.Error("Finish is not idempotent")
+		}
+		texts = append(texts, sum.Text)
+	}
+	if diff := cmp.Diff([]string{"one", "two"}, texts); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestDialogIDFromOptionsAndChanges(t *testing.T) {
+	in := v2(`"type": "chat", "content": "x"}`) + "data: {\"dialog_id\": \"other\", \"type\": \"done\", \"done\": true}\r\n\r\n"
+	var evs []Event
+	sum := ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{DialogID: "mine", TurnID: "t1"}, record(&evs))
+	for _, e := range evs {
+		if e.DialogID != "mine" {
+			t.Errorf("event %d has dialog %q, want the one from the options", e.Seq, e.DialogID)
+		}
+	}
+	if sum.DialogID != "mine" || len(sum.Violations) != 0 {
+		t.Errorf("summary dialog %q, violations %v", sum.DialogID, sum.Violations)
+	}
+	// Without options, a dialog_id that changes within the turn is a violation.
+	sum = ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{}, nil)
+	if sum.DialogID != "d1" || len(sum.Violations) != 1 || sum.Violations[0].Kind != ViolationDialogID {
+		t.Errorf("summary dialog %q, violations %v", sum.DialogID, sum.Violations)
+	}
+}
+
+// FuzzNormalizer feeds arbitrary bytes through the whole upstream path:
+// whatever comes in, a turn has Seq 1..n and exactly one turnEnd, last.
+func FuzzNormalizer(f *testing.F) {
+	for _, s := range []string{
+		v2(`"type": "chat", "content": "x"}`) + v2(`"type": "done", "done": true}`),
+		"data: {\"content\": \"a\"}\n\ndata: {\"error\": \"b\"}\n\n",
+		"data: {\"type\":\"message_start\",\"message_id\":\"m\"}\n\ndata: {\"type\":\"message_end\",\"message_id\":\"m\"}\n\n",
+		"data: {\"message\":{\"content\":\"x\"}}\n\ndata: {\"message\":",
+		"data: {\"type\":\"tool_result\",\"tool_call_id\":\"c\",\"tool_result\":{\"path\":\"a\",\"diff\":\"@@ -1 +1 @@\\n-a\\n+b\\n\"}}\n\n",
+	} {
+		f.Add(s, uint8(0))
+	}
+	dialects := []Dialect{DialectAuto, DialectAgentSmithy, DialectRAG, DialectTextbook, DialectLifecycle, DialectOracle}
+	f.Fuzz(func(t *testing.T, in string, d uint8) {
+		var evs []Event
+		sum := ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{TurnID: "t1", IdleTimeout: -1, Dialect: dialects[int(d)%len(dialects)]}, record(&evs))
+		checkTurnInvariants(t, evs)
+		if sum.Outcome == "" || evs[len(evs)-1].TurnEnd.Outcome != sum.Outcome {
+			t.Fatalf("summary outcome %q", sum.Outcome)
+		}
+		if _, err := json.Marshal(evs); err != nil {
+			t.Fatalf("events do not marshal: %v", err)
+		}
+	})
+}
+
+// FuzzPayload checks the payload scanner against encoding/json: the same
+// verdict on validity, and the same decoded string members.
+func FuzzPayload(f *testing.F) {
+	for _, s := range []string{`{"a": "b\n\u00e9\ud83d\ude80", "n": -1.5e3, "o": {"x": [true, null]}}`, `[1]`, `{"a":}`, `{"a": "\ud800"}`, `"s"`, `{} x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var p payload
+		err := p.parse(s)
+		valid := json.Valid([]byte(s))
+		if valid != (err == nil || errors.Is(err, errNotObject)) {
+			t.Fatalf("parse(%q) = %v, json.Valid = %v", s, err, valid)
+		}
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &m) != nil {
+			t.Fatalf("encoding/json rejects %q", s)
+		}
+		for _, mem := range p.members {
+			if jsonKind(mem.val) != 's' {
+				continue
+			}
+			var want string
+			json.Unmarshal([]byte(mem.val), &want)
+			if got := unquote(mem.val); got != want {
+				t.Fatalf("unquote(%s) = %q, want %q", mem.val, got, want)
+			}
+		}
+	})
+}
