@@ -88,9 +88,13 @@ if [ ! -s "$tmp/result" ]; then
 	exit 1
 fi
 
-# Neovim stops smith serve on exit: none may outlive it.
-leftover=$(pgrep -f -- "--upstream $SMITH_TEST_URL" || true)
-leftover+=$(pgrep -f -- "--upstream $SMITH_TEST_URL_STALL" || true)
+# Neovim stops smith serve on exit (shutdown and exit, then SIGTERM): none
+# may outlive it by more than a moment.
+for _ in $(seq 50); do
+	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL)\$" || true)
+	[ -z "$leftover" ] && break
+	sleep 0.1
+done
 read -r passed failed <"$tmp/result"
 if [ -n "$leftover" ]; then
 	echo "not ok - smith serve stops when Neovim exits (still running: $(echo $leftover))"
@@ -99,6 +103,11 @@ if [ -n "$leftover" ]; then
 else
 	echo "ok - smith serve stops when Neovim exits"
 	passed=$((passed + 1))
+fi
+if [ "$failed" -ne 0 ] && [ -s "$XDG_CACHE_HOME/nvim/lsp.log" ]; then
+	echo "--- the end of Neovim's LSP log (smith serve's stderr is logged there):"
+	tail -n 40 "$XDG_CACHE_HOME/nvim/lsp.log"
+	echo "---"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$status" -eq 0 ]

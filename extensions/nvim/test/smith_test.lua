@@ -273,6 +273,7 @@ test('a change is accepted hunk by hunk into the open buffer and the file', func
   wait_attached(buf, s)
   local p, pbuf, id = propose_and_preview(rel, 'total', 'sum')
   eq(#p.located, 2, 'hunks in the preview')
+  local hunk_ids = { p.located[1].hunk.id, p.located[2].hunk.id }
   eq(buf_text(buf), before, 'the buffer before any accept')
 
   -- Accept the first hunk only: line 3 changes, the function does not.
@@ -286,13 +287,15 @@ test('a change is accepted hunk by hunk into the open buffer and the file', func
   eq(vim.bo[buf].modified, false, 'the buffer is written')
   eq((change_status(s, id)), 'pending', 'the change status after one hunk')
 
-  -- Jump to the next hunk and accept it.
-  wait_for('the preview to show the applied hunk', function()
+  -- The preview now shows the one pending hunk; jump to it and accept it.
+  wait_for('the preview to show only the pending hunk', function()
     local pp = changes.preview_state(pbuf)
-    return pp and pp.located[1] and pp.located[1].hunk and pp.located[1].hunk.status == 'applied'
+    return pp and #pp.located == 1 and pp.located[1].hunk and pp.located[1].hunk.id == hunk_ids[2]
   end)
+  local second = changes.preview_state(pbuf).located[1]
   api.nvim_win_set_cursor(find_win(pbuf), { 1, 0 })
-  press(pbuf, ']c]c')
+  press(pbuf, ']c')
+  eq(api.nvim_win_get_cursor(find_win(pbuf))[1], second.lnum, 'cursor after ]c')
   press(pbuf, 'a')
   wait_for('both hunks in the buffer and on disk', function()
     return buf_text(buf) == after and read_file(path) == after
@@ -441,6 +444,7 @@ test(':SmithCancel ends a running turn', function()
   -- This workspace's upstream stalls for 30 s after the first event.
   write_file(WS_STALL .. '/slow.go', calc_source('total'))
   vim.cmd('only')
+  vim.cmd('enew')
   vim.cmd('cd ' .. vim.fn.fnameescape(WS_STALL))
   local ended
   smith.hooks.turnEnd = function(_, result, err)
@@ -455,7 +459,7 @@ test(':SmithCancel ends a running turn', function()
   wait_for('the first event of the stalled turn', function()
     return got_event
   end)
-  eq(smith.status(), 'smith: streaming', 'status while the turn runs')
+  eq(smith.status(), 'smith: streaming', 'status while the turn runs (root ' .. client.root_for() .. ', buf ' .. vim.api.nvim_buf_get_name(0) .. ')')
   vim.cmd('SmithCancel')
   wait_for('the cancelled turn to end', function()
     return ended ~= nil

@@ -121,22 +121,34 @@ local function map(buf, lhs, fn, desc)
   end
 end
 
--- Assigns each '@@' line of the diff to a hunk of the change: by equal
--- header first, then in order among the rest.
-local function locate_hunks(lines, first, hunks)
+-- Assigns each '@@' line of the diff to a hunk of the change. smith's
+-- preview of a pending change shows only its pending hunks, and that of an
+-- applied change the applied ones: those are the candidates, matched by
+-- equal header first, then in order.
+local function locate_hunks(lines, first, change)
   local at = {}
   for i = first, #lines do
     if lines[i]:sub(1, 2) == '@@' then
       table.insert(at, i)
     end
   end
-  local map_ = {}
+  local applied = change.status == 'applied' or change.status == 'appliedUpstream'
+  local hunks = {}
+  for _, h in ipairs(change.hunks or {}) do
+    local is_applied = h.status == 'applied' or h.status == 'appliedUpstream'
+    if (applied and is_applied) or (not applied and h.status == 'pending') then
+      table.insert(hunks, h)
+    end
+  end
+  if #hunks ~= #at then
+    hunks = change.hunks or {}
+  end
+  local by_line = {}
   local used = {}
   for _, lnum in ipairs(at) do
-    local text = lines[lnum]
     for hi, h in ipairs(hunks) do
-      if not used[hi] and h.header and h.header ~= '' and vim.startswith(text, h.header) then
-        map_[lnum] = h
+      if not used[hi] and h.header and h.header ~= '' and vim.startswith(lines[lnum], h.header) then
+        by_line[lnum] = h
         used[hi] = true
         break
       end
@@ -144,19 +156,19 @@ local function locate_hunks(lines, first, hunks)
   end
   local hi = 1
   for _, lnum in ipairs(at) do
-    if not map_[lnum] then
+    if not by_line[lnum] then
       while hunks[hi] and used[hi] do
         hi = hi + 1
       end
       if hunks[hi] then
-        map_[lnum] = hunks[hi]
+        by_line[lnum] = hunks[hi]
         used[hi] = true
       end
     end
   end
   local located = {}
   for _, lnum in ipairs(at) do
-    table.insert(located, { lnum = lnum, hunk = map_[lnum] })
+    table.insert(located, { lnum = lnum, hunk = by_line[lnum] })
   end
   return located
 end
@@ -189,6 +201,13 @@ local function render(buf, change, preview)
   if change.reason and change.reason ~= '' then
     table.insert(lines, '# ' .. change.reason)
   end
+  local summary = {}
+  for _, h in ipairs(change.hunks or {}) do
+    table.insert(summary, h.id .. ' ' .. h.status)
+  end
+  if #summary > 0 then
+    table.insert(lines, '# hunks: ' .. table.concat(summary, ' · '))
+  end
   local first = #lines + 1
   local diff = preview and preview.diff or ''
   vim.list_extend(lines, vim.split(diff, '\n', true))
@@ -199,7 +218,7 @@ local function render(buf, change, preview)
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
-  local located = locate_hunks(lines, first, change.hunks or {})
+  local located = locate_hunks(lines, first, change)
   api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for _, l in ipairs(located) do
     if l.hunk then
@@ -401,6 +420,7 @@ function M.preview(session, change_id, cb)
     vim.bo[buf].swapfile = false
     vim.bo[buf].filetype = 'diff'
     vim.bo[buf].modifiable = false
+    api.nvim_buf_set_var(buf, 'smith_root', session.root)
     p = { buf = buf, located = {}, change = { id = change_id, path = '' } }
     previews[change_id] = p
     api.nvim_create_autocmd('BufWipeout', {

@@ -26,6 +26,11 @@ Session.__index = Session
 --- that holds a root marker, else the working directory.
 function M.root_for(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
+  -- smith's own buffers (chat, preview) belong to the root they were made for.
+  local ok, own = pcall(vim.api.nvim_buf_get_var, bufnr, 'smith_root')
+  if ok and type(own) == 'string' and own ~= '' then
+    return own
+  end
   local cwd = vim.loop.cwd()
   local name = vim.api.nvim_buf_get_name(bufnr)
   local start = cwd
@@ -177,7 +182,9 @@ function M.ensure(root)
       end
       s.client = client
       s.initialized = true
-      s.status = 'idle'
+      if s.status == 'starting' then
+        s.status = 'idle'
+      end
       local waiters = s.waiters
       s.waiters = {}
       for _, fn in ipairs(waiters) do
@@ -267,6 +274,10 @@ end
 --- string. Returns nothing: the request id reaches cb_id(id) when given.
 function Session:request(method, params, cb, cb_id)
   cb = cb or function() end
+  -- An empty Lua table would be encoded as [], which smith rightly refuses.
+  if params == nil or (type(params) == 'table' and next(params) == nil) then
+    params = vim.empty_dict()
+  end
   self:with_client(function(client, err)
     if not client then
       cb({ message = err })
