@@ -78,13 +78,11 @@ func parseFile(rf *rawFile) (*fileDiff, error) {
 			return nil, &ParseError{Line: rf.line, Msg: "bad extended header", Err: err}
 		}
 	}
-	for _, rh := range rf.hunks {
-		h, err := parseHunk(rh)
-		if err != nil {
-			return nil, err
-		}
-		fd.hunks = append(fd.hunks, h)
+	hunks, err := parseHunks(rf.hunks)
+	if err != nil {
+		return nil, err
 	}
+	fd.hunks = hunks
 	if len(fd.hunks) == 0 && fd.renameFrom == "" && fd.copyFrom == "" && fd.oldMode == fd.newMode && !fd.newFile && !fd.deletedFile {
 		return nil, &ParseError{Line: rf.line, Msg: fmt.Sprintf("%s: no hunks and no rename, copy, mode or create/delete header: nothing to apply", rf.displayName())}
 	}
@@ -186,20 +184,65 @@ func unquote(s string) (string, error) {
 	return u, nil
 }
 
-// parseHunk runs go-diff on one scanned hunk and converts its body.
-func parseHunk(rh *rawHunk) (*hunk, error) {
-	text := rh.goDiffHeader() + "\n" + strings.Join(rh.body, "\n") + "\n"
-	if len(rh.body) == 0 {
-		text = rh.goDiffHeader() + "\n"
-	}
-	gh, err := diff.ParseHunksOptions([]byte(text), diff.ParseOptions{KeepCR: true})
-	if err != nil || len(gh) != 1 {
-		if err == nil {
-			err = fmt.Errorf("expected 1 hunk, go-diff found %d", len(gh))
+// parseHunks runs go-diff over the scanned hunks of one file: all at once
+// when no body holds a "---"/"+++" pair go-diff would take for a file
+// header (D9), else one hunk at a time.
+func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
+	var b strings.Builder
+	size := 0
+	for _, rh := range rhs {
+		size += 40
+		for _, l := range rh.body {
+			size += len(l) + 1
 		}
-		return nil, &ParseError{Line: rh.line, Msg: fmt.Sprintf("bad hunk %q", rh.headerLine), Err: err}
 	}
-	g := gh[0]
+	b.Grow(size)
+	risky := false
+	for _, rh := range rhs {
+		b.WriteString(rh.goDiffHeader())
+		b.WriteByte('\n')
+		for i, l := range rh.body {
+			b.WriteString(l)
+			b.WriteByte('\n')
+			if strings.HasPrefix(l, "---") && i+1 < len(rh.body) && strings.HasPrefix(rh.body[i+1], "+++") {
+				risky = true
+			}
+		}
+	}
+	if !risky {
+		gh, err := diff.ParseHunksOptions([]byte(b.String()), diff.ParseOptions{KeepCR: true})
+		if err == nil && len(gh) == len(rhs) {
+			out := make([]*hunk, len(rhs))
+			for i, g := range gh {
+				if out[i], err = convertHunk(rhs[i], g); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+	}
+	out := make([]*hunk, len(rhs))
+	for i, rh := range rhs {
+		text := rh.goDiffHeader() + "\n"
+		if len(rh.body) > 0 {
+			text += strings.Join(rh.body, "\n") + "\n"
+		}
+		gh, err := diff.ParseHunksOptions([]byte(text), diff.ParseOptions{KeepCR: true})
+		if err != nil || len(gh) != 1 {
+			if err == nil {
+				err = fmt.Errorf("expected 1 hunk, go-diff found %d", len(gh))
+			}
+			return nil, &ParseError{Line: rh.line, Msg: fmt.Sprintf("bad hunk %q", rh.headerLine), Err: err}
+		}
+		if out[i], err = convertHunk(rh, gh[0]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// convertHunk turns go-diff's hunk into ours.
+func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 	h := &hunk{
 		oldStart: int(g.OrigStartLine), oldCount: int(g.OrigLines),
 		newStart: int(g.NewStartLine), newCount: int(g.NewLines),

@@ -523,6 +523,11 @@ func headerOf(h *hunk) string {
 
 func bodyOf(h *hunk) string {
 	var b strings.Builder
+	n := 0
+	for _, l := range h.lines {
+		n += len(l.text) + 2
+	}
+	b.Grow(n)
 	for _, l := range h.lines {
 		b.WriteByte(l.op)
 		b.WriteString(l.text)
