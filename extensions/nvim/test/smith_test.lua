@@ -228,7 +228,9 @@ test('a turn streams into the markdown chat buffer', function()
   eq(vim.bo[chat_buf].filetype, 'markdown', 'filetype')
   truthy(result.dialogId and result.dialogId ~= '', 'no dialog id')
   eq(s.dialog_id, result.dialogId, 'the chat keeps the dialog')
-  truthy(smith.status():find('1 pending', 1, true), 'status line counts the pending change: ' .. smith.status())
+  wait_for('the status line to count the pending change', function()
+    return smith.status(WS) == 'smith: idle · 1 pending'
+  end)
   -- A second turn reuses the buffer and the dialog.
   local second = turn('Smith rename count to total in stream.go')
   eq(second.dialogId, result.dialogId, 'second turn dialog')

@@ -210,7 +210,7 @@ local function render(buf, change, preview)
   end
   local first = #lines + 1
   local diff = preview and preview.diff or ''
-  vim.list_extend(lines, vim.split(diff, '\n', true))
+  vim.list_extend(lines, vim.split(diff, '\n', { plain = true }))
   if lines[#lines] == '' then
     table.remove(lines)
   end

@@ -178,7 +178,7 @@ end
 -- with prefix.
 local function append_text(buf, text, prefix)
   prefix = prefix or ''
-  local parts = vim.split(text, '\n', true)
+  local parts = vim.split(text, '\n', { plain = true })
   local last = last_lines(buf)
   local lines = { last .. parts[1] }
   for i = 2, #parts do
@@ -232,7 +232,7 @@ end
 --- Starts a turn in the buffer: the user's message, then the answer heading.
 function M.begin_turn(session, message)
   local lines = { '## You', '' }
-  vim.list_extend(lines, vim.split(message, '\n', true))
+  vim.list_extend(lines, vim.split(message, '\n', { plain = true }))
   M.lines(session, lines, 'user')
   M.lines(session, { '## smith' }, 'heading')
 end
@@ -362,7 +362,7 @@ function M.history(session, events)
     if kind == 'user' then
       answered = false
       local lines = { '## You', '' }
-      vim.list_extend(lines, vim.split(content, '\n', true))
+      vim.list_extend(lines, vim.split(content, '\n', { plain = true }))
       M.lines(session, lines, 'user')
     elseif kind == 'reasoning' then
       if config.options.chat.show_reasoning and content ~= '' then

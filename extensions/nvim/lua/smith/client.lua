@@ -12,6 +12,31 @@ local util = require('smith.util')
 
 local M = {}
 
+local uv = vim.uv or vim.loop
+
+-- Neovim 0.11 made the client's functions methods (client:request()) and
+-- replaced vim.lsp.start_client with vim.lsp.start(config, {attach=false}).
+local has_011 = vim.fn.has('nvim-0.11') == 1
+
+local function invoke(client, name, ...)
+  if has_011 then
+    return client[name](client, ...)
+  end
+  return client[name](...)
+end
+
+local function start(cfg)
+  if has_011 then
+    return vim.lsp.start(cfg, {
+      attach = false,
+      reuse_client = function()
+        return false
+      end,
+    })
+  end
+  return vim.lsp.start_client(cfg)
+end
+
 -- root -> session; client_id -> session.
 local sessions = {}
 local by_client = {}
@@ -31,7 +56,7 @@ function M.root_for(bufnr)
   if ok and type(own) == 'string' and own ~= '' then
     return own
   end
-  local cwd = vim.loop.cwd()
+  local cwd = uv.cwd()
   local name = vim.api.nvim_buf_get_name(bufnr)
   local start = cwd
   if name ~= '' and vim.bo[bufnr].buftype == '' and not name:match('^%a[%w+.-]*://') then
@@ -40,7 +65,7 @@ function M.root_for(bufnr)
   local dir = util.normalize(start)
   while dir do
     for _, marker in ipairs(config.options.root_markers) do
-      if vim.loop.fs_stat(dir .. '/' .. marker) then
+      if uv.fs_stat(dir .. '/' .. marker) then
         return dir
       end
     end
@@ -110,8 +135,9 @@ local function make_handlers()
   end
   -- Neovim applies the edit itself (with normal undo); afterwards the
   -- edited buffers are written so that buffer and disk hold the same text.
-  handlers['workspace/applyEdit'] = function(err, params, ctx, cfg)
-    local res = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx, cfg)
+  local apply = vim.lsp.handlers['workspace/applyEdit']
+  handlers['workspace/applyEdit'] = apply and function(err, params, ctx, cfg)
+    local res = apply(err, params, ctx, cfg)
     local s = by_client[ctx.client_id]
     if s and res and res.applied and config.options.write_after_apply then
       local bufs = {}
@@ -162,7 +188,7 @@ function M.ensure(root)
   capabilities.workspace.applyEdit = true
   capabilities.workspace.workspaceEdit = capabilities.workspace.workspaceEdit or {}
   capabilities.workspace.workspaceEdit.documentChanges = true
-  local id = vim.lsp.start_client({
+  local id = start({
     name = 'smith',
     cmd = cmd,
     cmd_env = config.options.cmd_env,
@@ -221,7 +247,7 @@ function M.ensure(root)
     end,
   })
   if not id then
-    return nil, 'smith: vim.lsp.start_client refused to start ' .. table.concat(cmd, ' ')
+    return nil, 'smith: the LSP client refused to start ' .. table.concat(cmd, ' ')
   end
   s.client_id = id
   sessions[root] = s
@@ -283,7 +309,7 @@ function Session:request(method, params, cb, cb_id)
       cb({ message = err })
       return
     end
-    local ok, id = client.request(method, params, function(rerr, result)
+    local ok, id = invoke(client, 'request', method, params, function(rerr, result)
       cb(rerr, result)
     end)
     if not ok then
@@ -313,14 +339,16 @@ end
 --- Cancels a request by id ($/cancelRequest).
 function Session:cancel(id)
   if self.client and id then
-    self.client.cancel_request(id)
+    invoke(self.client, 'cancel_request', id)
   end
 end
 
 --- Stops the daemon (shutdown + exit, as the LSP client does it).
 function Session:stop(force)
   self.stopping = true
-  if self.client_id then
+  if self.client then
+    invoke(self.client, 'stop', force)
+  elseif self.client_id then
     vim.lsp.stop_client(self.client_id, force)
   end
 end

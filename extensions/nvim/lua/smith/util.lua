@@ -1,11 +1,13 @@
 -- Small helpers shared by the smith modules: paths, messages, buffers.
 local M = {}
 
+local uv = vim.uv or vim.loop
+
 --- An absolute path without a trailing slash and with symlinks resolved, so
 --- that roots and buffer names compare equal.
 function M.normalize(path)
   local abs = vim.fn.fnamemodify(path, ':p')
-  local real = vim.loop.fs_realpath(abs) or abs
+  local real = uv.fs_realpath(abs) or abs
   if #real > 1 then
     real = real:gsub('/+$', '')
   end
