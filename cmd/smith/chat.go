@@ -1,7 +1,345 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
+)
+
+type chatOptions struct {
+	settings    settingsFlags
+	dialog      string
+	newDialog   bool
+	noReasoning bool
+	yes         bool
+	dryRun      bool
+	json        bool
+}
 
 func newChatCmd(s *IOStreams) *cobra.Command {
-	return notYet("chat [MESSAGE]", "Chat with the upstream agent about this repository", "  smith chat 'rename Foo to Bar in main.go'")
+	o := &chatOptions{}
+	cmd := &cobra.Command{
+		Use:   "chat [MESSAGE]",
+		Short: "Chat with the upstream agent about this repository",
+		Long: `Send a message to the chat agent and stream its answer.
+
+The workspace is the git top level of the current directory (or the directory).
+Without MESSAGE, smith opens an interactive prompt with history; Ctrl-D leaves.
+
+At the end of each turn every change the agent proposed is shown as a colored diff
+with its match level, and you decide per hunk, like 'git add -p':
+  y  apply this hunk (keep it, when the server already wrote it)
+  n  reject this hunk (reverse it, when the server already wrote it)
+  a  apply this hunk and every remaining one
+  q  leave this and the remaining hunks pending (see 'smith changes')
+  v  view the whole change
+  ?  help
+
+Ctrl-C during a turn cancels it (the partial answer is kept, nothing is half
+written); a second Ctrl-C exits.`,
+		Example: `  smith chat "rename greet to welcome in hello.go"
+  smith chat --yes "add a comment to main in main.go"
+  smith chat --json --dry-run "create notes.txt with hello" > turn.ndjson
+  smith chat -d 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b
+  smith chat --new`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.yes && o.dryRun {
+				return usageErrorf("--yes and --dry-run contradict each other: pick one")
+			}
+			if o.newDialog && o.dialog != "" {
+				return usageErrorf("--new and -d contradict each other: pick one")
+			}
+			set, err := o.settings.load(cmd, s)
+			if err != nil {
+				return err
+			}
+			return runChat(cmd.Context(), s, o, set, args)
+		},
+	}
+	o.settings.register(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&o.dialog, "dialog", "d", "", "continue the dialog with this id")
+	f.BoolVar(&o.newDialog, "new", false, "start a new dialog")
+	f.BoolVar(&o.noReasoning, "no-reasoning", false, "hide the agent's reasoning")
+	f.BoolVarP(&o.yes, "yes", "y", false, "apply every proposed change without asking")
+	f.BoolVar(&o.dryRun, "dry-run", false, "apply nothing; show the proposed changes")
+	f.BoolVar(&o.json, "json", false, "print newline-delimited JSON events and a summary (docs/cli.md); applies nothing without --yes")
+	f.BoolVar(&o.settings.autoApply, "auto-apply", false, "apply proposals as they arrive")
+	return cmd
+}
+
+// chatSession is one `smith chat` run: an engine, the terminal's peer, and
+// the dialog the turns go to.
+type chatSession struct {
+	s      *IOStreams
+	o      *chatOptions
+	eng    *daemon.Engine
+	peer   *daemon.Peer
+	input  lineInput
+	dialog string
+	width  int
+}
+
+func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Settings, args []string) error {
+	// SIGINT is handled per turn (cancel, then exit); outside a turn it
+	// keeps its default meaning.
+	signal.Reset(os.Interrupt)
+	ctx = context.WithoutCancel(ctx)
+	cfg := engineConfig(set)
+	cfg.NoWatch = true
+	eng, err := daemon.New(ctx, cfg)
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	defer eng.Close()
+	cs := &chatSession{s: s, o: o, eng: eng, peer: eng.Attach(nil), dialog: o.dialog, width: termWidth(s)}
+	defer eng.Detach(cs.peer)
+	cs.input = newLineInput(s)
+	if o.newDialog {
+		d, err := eng.NewDialog(ctx, "")
+		if err != nil {
+			return upstreamExit(err)
+		}
+		cs.dialog = d.ID
+	}
+	if len(args) == 1 {
+		return cs.turn(ctx, args[0])
+	}
+	if o.json {
+		return usageErrorf("--json needs a MESSAGE argument")
+	}
+	fmt.Fprintln(s.Err, "smith chat — workspace "+set.Workspace+", upstream "+cfg.Upstream+". Ctrl-D leaves.")
+	var last error
+	for {
+		line, err := cs.input.ReadLine("smith> ")
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintln(s.Err)
+			return last
+		}
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		last = cs.turn(ctx, line)
+		var ee *ExitError
+		if errors.As(last, &ee) && ee.Code == ExitUnreachable {
+			return last
+		}
+		if last != nil {
+			fmt.Fprintln(s.Err, "smith:", last)
+			last = &ExitError{Code: exitCodeOf(last), Err: last, Silent: true}
+		}
+	}
+}
+
+// turn runs one chat turn and the review of its changes.
+func (cs *chatSession) turn(ctx context.Context, message string) error {
+	s, o := cs.s, cs.o
+	turnCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopSignals := cs.watchInterrupts(cancel)
+	defer stopSignals()
+
+	var mu sync.Mutex // serializes the renderer and the spinner
+	var emit func(protocol.Event)
+	var spin *spinner
+	if o.json {
+		enc := json.NewEncoder(s.Out)
+		emit = func(ev protocol.Event) { _ = enc.Encode(ev) }
+	} else {
+		r := &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, sameTerm: s.OutTTY && s.ErrTTY}
+		if s.ErrTTY {
+			spin = startSpinner(s.Err, &mu, func() bool { return r.col == 0 || !s.OutTTY })
+			r.beforeStatus = spin.clear
+		}
+		emit = func(ev protocol.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if spin != nil && (ev.Type == protocol.KindText || ev.Type == protocol.KindReasoning) {
+				spin.clear()
+			}
+			r.Event(ev)
+		}
+	}
+	res, err := cs.eng.Chat(turnCtx, cs.peer, daemon.ChatRequest{DialogID: cs.dialog, Message: message}, emit)
+	if spin != nil {
+		spin.stop()
+	}
+	if res != nil && res.DialogID != "" {
+		cs.dialog = res.DialogID
+	}
+	if res == nil {
+		return upstreamExit(err)
+	}
+	review := cs.reviewChanges(ctx, res)
+	if o.json {
+		cs.printSummary(res)
+	}
+	switch {
+	case err != nil:
+		return upstreamExit(err)
+	case res.Outcome == protocol.OutcomeCancelled:
+		fmt.Fprintln(s.Err, "turn cancelled; the partial answer is kept")
+		return &ExitError{Code: ExitInterrupted, Silent: true}
+	case res.Outcome != protocol.OutcomeCompleted:
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the turn ended %s", res.Outcome)}
+	}
+	return review
+}
+
+// watchInterrupts cancels the turn at the first SIGINT and exits at the
+// second. The returned func stops watching.
+func (cs *chatSession) watchInterrupts(cancel context.CancelFunc) func() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintln(cs.s.Err, "\ncancelling the turn… (Ctrl-C again to quit)")
+					cancel()
+					continue
+				}
+				os.Exit(ExitInterrupted)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		signal.Reset(os.Interrupt)
+	}
+}
+
+// printSummary writes the --json summary object, with the engine's change
+// ids and statuses.
+func (cs *chatSession) printSummary(res *daemon.ChatResult) {
+	sum := protocol.Summary{Type: "summary"}
+	if res.Summary != nil {
+		sum = *res.Summary
+	}
+	sum.Type = "summary"
+	sum.DialogID = res.DialogID
+	sum.TurnID = res.TurnID
+	sum.Outcome = res.Outcome
+	sum.Changes = []protocol.ChangeSummary{}
+	for _, c := range cs.changesOf(res) {
+		sum.Changes = append(sum.Changes, protocol.ChangeSummary{ID: c.ID, Path: c.Path, Kind: c.Kind, Status: c.Status})
+	}
+	_ = json.NewEncoder(cs.s.Out).Encode(sum)
+}
+
+func (cs *chatSession) changesOf(res *daemon.ChatResult) []daemon.Change {
+	want := map[string]bool{}
+	for _, id := range res.Changes {
+		want[id] = true
+	}
+	var out []daemon.Change
+	for _, c := range cs.eng.Changes(daemon.ChangeFilter{}) {
+		if want[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// upstreamExit maps an engine error to the documented exit codes.
+func upstreamExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ExitError{Code: exitCodeOf(err), Err: err}
+}
+
+func exitCodeOf(err error) int {
+	var ee *ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, protocol.ErrUnreachable):
+		return ExitUnreachable
+	case errors.Is(err, daemon.ErrTooManyTurns), errors.Is(err, daemon.ErrMessageTooLong):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func termWidth(s *IOStreams) int {
+	if f, ok := s.Out.(*os.File); ok && s.OutTTY {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			return w - 1
+		}
+	}
+	return 0
+}
+
+// spinner shows activity on a terminal's stderr while a turn runs.
+type spinner struct {
+	w     io.Writer
+	mu    *sync.Mutex
+	done  chan struct{}
+	shown bool
+}
+
+// canDraw reports whether the terminal's cursor is at the start of a line
+// (the answer text is not in the middle of one); it is called under mu.
+func startSpinner(w io.Writer, mu *sync.Mutex, canDraw func() bool) *spinner {
+	sp := &spinner{w: w, mu: mu, done: make(chan struct{})}
+	go func() {
+		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+		t := time.NewTicker(120 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-sp.done:
+				return
+			case <-t.C:
+				mu.Lock()
+				if canDraw() {
+					fmt.Fprintf(w, "\r%s working…", frames[i%len(frames)])
+					sp.shown = true
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return sp
+}
+
+// clear erases the spinner line; the caller holds mu.
+func (sp *spinner) clear() {
+	if sp.shown {
+		fmt.Fprint(sp.w, "\r\x1b[K")
+		sp.shown = false
+	}
+}
+
+func (sp *spinner) stop() {
+	close(sp.done)
+	sp.mu.Lock()
+	sp.clear()
+	sp.mu.Unlock()
 }

@@ -1,7 +1,98 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/daemon"
+)
 
 func newDialogsCmd(s *IOStreams) *cobra.Command {
-	return notYet("dialogs", "List, create, rename, delete or select dialogs", "  smith dialogs list")
+	var f settingsFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "dialogs [list|new [TITLE]|rename ID TITLE|rm ID|use ID]",
+		Short: "List, create, rename, delete or select dialogs",
+		Long: `Manage the dialogs of the upstream (AgentSmithy keeps them on the server; for
+other dialects smith keeps its own). Without a subcommand, list them; the current
+dialog is marked with '*'.`,
+		Example: `  smith dialogs
+  smith dialogs new "refactor the store"
+  smith dialogs rename 5b1f0c2e "store refactor"
+  smith dialogs use 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b
+  smith dialogs rm 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sub := "list"
+			if len(args) > 0 {
+				sub, args = args[0], args[1:]
+			}
+			want := map[string][2]int{"list": {0, 0}, "ls": {0, 0}, "new": {0, 1}, "rename": {2, 2}, "rm": {1, 1}, "delete": {1, 1}, "use": {1, 1}}
+			n, ok := want[sub]
+			if !ok {
+				return usageErrorf("unknown dialogs subcommand %q (use list, new, rename, rm or use)", sub)
+			}
+			if len(args) < n[0] || len(args) > n[1] {
+				return usageErrorf("smith dialogs %s takes %d to %d arguments, got %d (see smith dialogs --help)", sub, n[0], n[1], len(args))
+			}
+			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
+				return runDialogs(ctx, s, eng, sub, args, asJSON)
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func runDialogs(ctx context.Context, s *IOStreams, eng *daemon.Engine, sub string, args []string, asJSON bool) error {
+	switch sub {
+	case "new":
+		title := ""
+		if len(args) == 1 {
+			title = args[0]
+		}
+		d, err := eng.NewDialog(ctx, title)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(s, d)
+		}
+		fmt.Fprintln(s.Out, d.ID)
+		return nil
+	case "rename":
+		return eng.RenameDialog(ctx, args[0], args[1])
+	case "rm", "delete":
+		return eng.DeleteDialog(ctx, args[0])
+	case "use":
+		return eng.SelectDialog(ctx, args[0])
+	}
+	ds, err := eng.Dialogs(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if ds == nil {
+			ds = []daemon.Dialog{}
+		}
+		return printJSON(s, ds)
+	}
+	if len(ds) == 0 {
+		fmt.Fprintln(s.Err, "no dialogs yet; 'smith chat' starts one")
+		return nil
+	}
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tID\tTITLE\tUPDATED")
+	for _, d := range ds {
+		mark := ""
+		if d.Current {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, d.ID, d.Title, d.UpdatedAt)
+	}
+	return tw.Flush()
 }

@@ -1,7 +1,94 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/daemon"
+)
 
 func newHistoryCmd(s *IOStreams) *cobra.Command {
-	return notYet("history", "Show a dialog's history", "  smith history -d ID")
+	var f settingsFlags
+	var dialog string
+	var limit, before int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Show a dialog's history",
+		Long:  "Print the messages of a dialog (the current one unless -d is given), oldest first. Older pages: --before with the first index shown.",
+		Example: `  smith history
+  smith history -d 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b --limit 50
+  smith history --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
+				id := dialog
+				if id == "" {
+					st := eng.Status(ctx)
+					id = st.CurrentDialog
+					if id == "" {
+						return fmt.Errorf("no current dialog: pass -d ID (see 'smith dialogs')")
+					}
+				}
+				page, err := eng.History(ctx, id, limit, before)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					_, err := fmt.Fprintln(s.Out, string(page))
+					return err
+				}
+				return printHistory(s, page)
+			})
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&dialog, "dialog", "d", "", "dialog id (default: the current dialog)")
+	fl.IntVar(&limit, "limit", 20, "messages per page")
+	fl.IntVar(&before, "before", -1, "show the page before this message index")
+	fl.BoolVar(&asJSON, "json", false, "print the raw page as JSON")
+	return cmd
+}
+
+// printHistory renders a history page ({events: [{type, idx, content, name,
+// file, ...}], has_more, first_idx}) for a person.
+func printHistory(s *IOStreams, page json.RawMessage) error {
+	var p struct {
+		Events []struct {
+			Type    string          `json:"type"`
+			Idx     *int            `json:"idx"`
+			Content string          `json:"content"`
+			Name    string          `json:"name"`
+			Args    json.RawMessage `json:"args"`
+			File    string          `json:"file"`
+		} `json:"events"`
+		HasMore  bool `json:"has_more"`
+		FirstIdx int  `json:"first_idx"`
+	}
+	if err := json.Unmarshal(page, &p); err != nil {
+		return fmt.Errorf("history page: %w", err)
+	}
+	color := s.ColorOut()
+	for _, e := range p.Events {
+		switch e.Type {
+		case "user":
+			fmt.Fprintf(s.Out, "%s %s\n\n", style(color, ansiBold, "you:"), e.Content)
+		case "chat":
+			fmt.Fprintf(s.Out, "%s %s\n\n", style(color, ansiBold, "agent:"), e.Content)
+		case "reasoning":
+			fmt.Fprintf(s.Out, "%s\n\n", style(color, ansiDim, e.Content))
+		case "tool_call":
+			fmt.Fprintf(s.Out, "  ⚙ %s %s\n", e.Name, string(e.Args))
+		case "file_edit":
+			fmt.Fprintf(s.Out, "  ✎ %s\n", e.File)
+		}
+	}
+	if p.HasMore {
+		fmt.Fprintf(s.Err, "older messages: smith history --before %d\n", p.FirstIdx)
+	}
+	return nil
 }

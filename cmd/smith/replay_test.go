@@ -185,3 +185,34 @@ func TestReplayUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReplayChunkSizes checks the promise of --chunk-sizes: however the
+// body is cut into reads, replay prints the same thing and exits the same
+// way, in every output mode.
+func FuzzReplayChunkSizes(f *testing.F) {
+	files, _ := filepath.Glob("testdata/replay/*.txtar")
+	for _, file := range files {
+		if ar, err := txtar.ParseFile(file); err == nil {
+			for _, af := range ar.Files {
+				if af.Name == "in.sse" {
+					f.Add(af.Data, uint8(1), uint8(3))
+				}
+			}
+		}
+	}
+	f.Add([]byte("data: {\"content\": \"a\r\nb\"}\r\rdata: x\n"), uint8(2), uint8(7))
+	f.Fuzz(func(t *testing.T, body []byte, a, b uint8) {
+		in := filepath.Join(t.TempDir(), "in.sse")
+		if err := os.WriteFile(in, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sizes := fmt.Sprintf("%d,%d", int(a)%16+1, int(b)%16+1)
+		for _, mode := range []string{"--json", "--raw", "--dialect=auto"} {
+			c1, out1, _ := runSmith(t, "", nil, false, "replay", mode, in)
+			c2, out2, _ := runSmith(t, "", nil, false, "replay", mode, "--chunk-sizes", sizes, in)
+			if c1 != c2 || out1 != out2 {
+				t.Fatalf("%s --chunk-sizes %s: exit %d vs %d\n%s", mode, sizes, c1, c2, cmp.Diff(out1, out2))
+			}
+		}
+	})
+}

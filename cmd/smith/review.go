@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// reviewChanges shows each change of the turn and applies, rejects or
+// leaves its hunks as --yes, --dry-run, --json or the user's answers say.
+// It returns an ExitError(1) when a change conflicted.
+func (cs *chatSession) reviewChanges(ctx context.Context, res *daemon.ChatResult) error {
+	changes := cs.changesOf(res)
+	if len(changes) == 0 {
+		return nil
+	}
+	s, o := cs.s, cs.o
+	quiet := o.json // --json keeps stdout for JSON
+	rv := &reviewer{cs: cs, all: o.yes}
+	var conflicts []string
+	for _, c := range changes {
+		if c.Status == daemon.StatusConflict || c.Status == daemon.StatusRejected {
+			conflicts = append(conflicts, fmt.Sprintf("%s (%s): %s", c.Path, c.ID, c.Reason))
+			if !quiet {
+				fmt.Fprintf(s.Err, "%s %s %s: %s\n", style(s.ColorErr(), ansiRed, c.Status+":"), c.ID, c.Path, c.Reason)
+			}
+			continue
+		}
+		if o.json && !o.yes {
+			continue
+		}
+		if !quiet {
+			cs.printChangeHeader(c)
+		}
+		if o.dryRun {
+			if !quiet {
+				cs.printPreview(ctx, c, nil)
+			}
+			continue
+		}
+		if err := rv.review(ctx, c, quiet); err != nil {
+			conflicts = append(conflicts, err.Error())
+		}
+		if rv.quit {
+			break
+		}
+	}
+	if len(rv.applied) > 0 && !quiet {
+		fmt.Fprintf(s.Err, "applied %s; undo with: smith undo %s\n", strings.Join(rv.applied, ", "), rv.applied[len(rv.applied)-1])
+	}
+	if len(conflicts) > 0 {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%d change(s) not applied:\n  %s", len(conflicts), strings.Join(conflicts, "\n  "))}
+	}
+	return nil
+}
+
+func (cs *chatSession) printChangeHeader(c daemon.Change) {
+	s := cs.s
+	verb := "proposes"
+	if c.Status == daemon.StatusAppliedUpstream {
+		verb = "already wrote"
+	}
+	fmt.Fprintf(s.Out, "\n%s the agent %s %s %s (%d hunk%s)\n", style(s.ColorOut(), ansiBold, "Change "+c.ID+":"), verb, c.Kind, c.Path, len(c.Hunks), plural(len(c.Hunks)))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// printPreview prints the diff of the given hunks (all when nil).
+func (cs *chatSession) printPreview(ctx context.Context, c daemon.Change, hunks []string) {
+	p, err := cs.eng.Preview(ctx, c.ID, hunks)
+	if err != nil {
+		fmt.Fprintf(cs.s.Err, "cannot preview %s: %v\n", c.ID, err)
+		return
+	}
+	fmt.Fprint(cs.s.Out, colorDiff(cs.s.ColorOut(), ensureNL(p.Diff)))
+}
+
+func ensureNL(s string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		return s + "\n"
+	}
+	return s
+}
+
+// reviewer walks the hunks of the turn's changes with the user.
+type reviewer struct {
+	cs      *chatSession
+	all     bool // "a" was answered, or --yes
+	quit    bool
+	applied []string
+}
+
+const hunkHelp = `y - apply this hunk (keep it, if the server already wrote it)
+n - reject this hunk (reverse it, if the server already wrote it)
+a - apply this hunk and all remaining hunks
+q - quit; leave this hunk and the remaining ones pending
+v - view the whole change
+? - print help
+`
+
+func (rv *reviewer) review(ctx context.Context, c daemon.Change, quiet bool) error {
+	cs := rv.cs
+	s := cs.s
+	var yes, no []string
+	upstream := c.Status == daemon.StatusAppliedUpstream
+	for i, h := range c.Hunks {
+		if h.Status != daemon.StatusPending && h.Status != daemon.StatusAppliedUpstream {
+			continue
+		}
+		if !quiet {
+			cs.printPreview(ctx, c, []string{h.ID})
+			fmt.Fprintf(s.Err, "%s\n", style(s.ColorErr(), ansiDim, fmt.Sprintf("(hunk %d/%d, match: %s%s)", i+1, len(c.Hunks), h.Match, offsetNote(h.Offset))))
+		}
+		if rv.all {
+			yes = append(yes, h.ID)
+			continue
+		}
+		q := fmt.Sprintf("Apply this hunk of %s [y,n,a,q,v,?]? ", c.Path)
+		if upstream {
+			q = fmt.Sprintf("Keep this hunk of %s [y,n,a,q,v,?]? ", c.Path)
+		}
+	ask:
+		ans, err := cs.input.ReadLine(q)
+		if errors.Is(err, io.EOF) {
+			rv.quit = true
+		} else if err != nil {
+			return err
+		}
+		switch strings.ToLower(strings.TrimSpace(ans)) {
+		case "y", "yes":
+			yes = append(yes, h.ID)
+		case "n", "no":
+			no = append(no, h.ID)
+		case "a", "all":
+			rv.all = true
+			yes = append(yes, h.ID)
+		case "q", "quit", "":
+			if !rv.quit && strings.TrimSpace(ans) == "" {
+				goto ask // an empty line asks again, like git add -p
+			}
+			rv.quit = true
+		case "v", "view":
+			cs.printPreview(ctx, c, nil)
+			goto ask
+		default:
+			fmt.Fprint(s.Err, hunkHelp)
+			goto ask
+		}
+		if rv.quit {
+			break
+		}
+	}
+	return rv.decide(ctx, c, yes, no, upstream)
+}
+
+// decide applies the hunks answered yes and rejects those answered no. For
+// a change the server already wrote, "yes" needs nothing.
+func (rv *reviewer) decide(ctx context.Context, c daemon.Change, yes, no []string, upstream bool) error {
+	cs := rv.cs
+	if len(yes) > 0 && !upstream {
+		got, err := cs.eng.Apply(ctx, cs.peer, c.ID, yes)
+		if err != nil {
+			return fmt.Errorf("%s (%s): %v", c.Path, c.ID, err)
+		}
+		rv.applied = append(rv.applied, got.ID)
+		fmt.Fprintf(cs.s.Err, "%s %s: %d hunk%s applied\n", style(cs.s.ColorErr(), ansiGreen, "✓"), c.Path, len(yes), plural(len(yes)))
+	}
+	if len(no) > 0 {
+		if _, err := cs.eng.Reject(ctx, cs.peer, c.ID, no); err != nil {
+			return fmt.Errorf("%s (%s): %v", c.Path, c.ID, err)
+		}
+		fmt.Fprintf(cs.s.Err, "✗ %s: %d hunk%s rejected\n", c.Path, len(no), plural(len(no)))
+	}
+	return nil
+}
+
+func offsetNote(off int) string {
+	if off == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", offset %+d", off)
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// settingsFlags are the flags every command that talks to an upstream
+// shares. They form the highest layer of the configuration.
+type settingsFlags struct {
+	workspace string
+	upstream  string
+	dialect   string
+	stateDir  string
+	idle      string
+	autoApply bool
+}
+
+func (f *settingsFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVarP(&f.workspace, "workspace", "C", "", "workspace root (default: the git top level of the current directory, or the directory)")
+	fs.StringVar(&f.upstream, "upstream", "", "base URL of the chat server (default: discovered, else "+config.DefaultUpstream+")")
+	fs.StringVar(&f.dialect, "dialect", "", "payload dialect: agentsmithy, rag, textbook, lifecycle, oracle (default: detect)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where smith keeps its journal (default: $XDG_STATE_HOME/smith)")
+	fs.StringVar(&f.idle, "idle-timeout", "", "end a turn after this long without a byte from the upstream (default 60s)")
+}
+
+// flagValues returns the flags the user actually set, keyed like config.
+func (f *settingsFlags) flagValues(cmd *cobra.Command) map[string]string {
+	m := map[string]string{}
+	set := func(flag, key, val string) {
+		if cmd.Flags().Changed(flag) {
+			m[key] = val
+		}
+	}
+	set("upstream", "upstream", f.upstream)
+	set("dialect", "dialect", f.dialect)
+	set("state-dir", "state_dir", f.stateDir)
+	set("idle-timeout", "idle_timeout", f.idle)
+	if fl := cmd.Flags().Lookup("auto-apply"); fl != nil && fl.Changed {
+		m["auto_apply"] = strconv.FormatBool(f.autoApply)
+	}
+	return m
+}
+
+// load resolves the workspace and the settings of cmd. Errors are usage
+// errors: they come from flags, environment or config files.
+func (f *settingsFlags) load(cmd *cobra.Command, s *IOStreams) (*config.Settings, error) {
+	dir := f.workspace
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageErrorf("cannot read the current directory: %v", err)
+		}
+		dir = wd
+	} else if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, usageErrorf("workspace %s is not a directory (check --workspace)", dir)
+	}
+	ws, err := config.FindWorkspace(dir)
+	if err != nil {
+		return nil, usageErrorf("workspace %s: %v", dir, err)
+	}
+	set, err := config.Load(config.Options{
+		Workspace: ws,
+		Flags:     f.flagValues(cmd),
+		Getenv:    s.Getenv,
+		Discover:  protocol.Discover,
+	})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return set, nil
+}
+
+// engineConfig maps resolved settings onto the engine's configuration.
+func engineConfig(set *config.Settings) daemon.Config {
+	return daemon.Config{
+		Workspace:    set.Workspace,
+		Upstream:     set.Get("upstream"),
+		Dialect:      protocol.Dialect(dialectSetting(set.Get("dialect"))),
+		Token:        set.Get("token"),
+		StateDir:     set.Get("state_dir"),
+		MaxTurns:     set.Int("max_turns"),
+		MaxMessage:   set.Int("max_message"),
+		IdleTimeout:  set.Duration("idle_timeout"),
+		MaxEventSize: set.Int("max_event_size"),
+		AutoApply:    set.Bool("auto_apply"),
+	}
+}
+
+func dialectSetting(d string) string {
+	if d == "auto" {
+		return ""
+	}
+	return d
+}
