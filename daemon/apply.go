@@ -70,7 +70,11 @@ func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []st
 	case StatusConflict:
 		return nil, fmt.Errorf("%w: change %s: %s", ErrConflict, changeID, snap.Reason)
 	default:
-		return nil, fmt.Errorf("change %s is %s; only pending changes can be applied", changeID, snap.Status)
+		why := ""
+		if snap.Reason != "" {
+			why = " (" + snap.Reason + ")"
+		}
+		return nil, fmt.Errorf("change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
 	}
 	tg, err := e.current(p, snap.Abs)
 	if err != nil {

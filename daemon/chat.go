@@ -39,7 +39,7 @@ func (e *Engine) clientConfig() protocol.ClientConfig {
 // is non-nil only when no turn was started (limits, busy, no dialog) or the
 // upstream was unreachable/refused the request; in the latter case the turn
 // still ended with an error event and turnEnd, and the result is returned
-// too.
+// too. A nil p is a caller without a Peer: it has no turn limit.
 func (e *Engine) Chat(ctx context.Context, p *Peer, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
 	if emit == nil {
 		emit = func(protocol.Event) {}
@@ -223,6 +223,11 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 	if err != nil && t.ctx.Err() != nil {
 		// A cancelled turn is an outcome, not a failure to start.
 		err = nil
+	}
+	if errors.Is(err, protocol.ErrDialogBusy) {
+		// The upstream's own single-flight (lifecycle 409): the same
+		// error the fronts know from the engine's lock.
+		return res, fmt.Errorf("turn %s: %w: %w", t.id, ErrDialogBusy, err)
 	}
 	if err != nil {
 		return res, fmt.Errorf("turn %s: %w", t.id, err)

@@ -139,7 +139,7 @@ func (t *faultTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // closedAddr returns a loopback address on which nothing listens.
-func closedAddr(t *testing.T) string {
+func closedAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,7 +153,7 @@ func closedAddr(t *testing.T) string {
 // fixture is a workspace, an embedded upstream serving it on loopback, and
 // an engine on both.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ws    string
 	state string
 	srv   *httptest.Server
@@ -168,7 +168,7 @@ type fixtureOpts struct {
 	mutate   func(*Config)
 }
 
-func newFixture(t *testing.T, o fixtureOpts) *fixture {
+func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	ws := t.TempDir()
 	for name, text := range o.files {
