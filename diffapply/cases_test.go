@@ -212,7 +212,11 @@ func planAndApply(root string, c *caseSpec) (string, error) {
 				continue
 			}
 			if f.Conflict == nil {
-				fmt.Fprintf(&b, "  hunk %d: %s line %d offset %d fuzz %d\n", h.ID, h.Level, h.Line, h.Offset, h.Fuzz)
+				fmt.Fprintf(&b, "  hunk %d: %s line %d offset %d fuzz %d", h.ID, h.Level, h.Line, h.Offset, h.Fuzz)
+				if len(h.Others) > 0 {
+					fmt.Fprintf(&b, " others %v", h.Others)
+				}
+				b.WriteString("\n")
 			}
 		}
 	}

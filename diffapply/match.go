@@ -141,13 +141,20 @@ func (m *matcher) try(j *job, st step) {
 		return
 	}
 	cands := m.candidates(block, st.ws, ok)
+	sort.Slice(cands, func(a, b int) bool { return dist(cands[a], stated) < dist(cands[b], stated) })
+	// The exact rung takes the nearest of several matches, like git's
+	// find_pos, unless two are equally near; the looser rungs, and hunks
+	// without line numbers, need a unique match.
+	nearest := h.numbered && !st.ws && st.fuzz == 0 && len(cands) > 1 && dist(cands[0], stated) < dist(cands[1], stated)
 	switch {
-	case len(cands) == 1:
+	case len(cands) == 1 || nearest:
 		m.found(j, st, cands[0], tf, tb, len(block), stated)
+		if nearest {
+			j.pub.Others = lineNumbers(cands[1:], tf)
+		}
 	case len(cands) > 1:
-		sort.Slice(cands, func(a, b int) bool { return dist(cands[a], stated) < dist(cands[b], stated) })
 		j.pub.Conflict = &Conflict{
-			Reason:     fmt.Sprintf("ambiguous: matches %s in %d places", describeStep(st), len(cands)),
+			Reason:     fmt.Sprintf("ambiguous: matches %s in %d places%s", describeStep(st), len(cands), tieNote(h.numbered, st, cands, stated)),
 			NearLine:   cands[0] + 1 - tf,
 			Candidates: lineNumbers(cands, tf),
 		}
@@ -448,4 +455,11 @@ func (m *matcher) alreadyApplied(j *job) (int, bool) {
 		return 0, false
 	}
 	return c[0], true
+}
+
+func tieNote(numbered bool, st step, cands []int, stated int) string {
+	if numbered && !st.ws && st.fuzz == 0 {
+		return fmt.Sprintf(", two of them %d lines from the stated line", dist(cands[0], stated))
+	}
+	return ""
 }
