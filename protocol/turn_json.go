@@ -215,8 +215,9 @@ func unquote(v string) string {
 
 // scanner validates JSON text (RFC 8259) and records the top-level members.
 type scanner struct {
-	s string
-	i int
+	s   string
+	i   int
+	esc int // escapes seen so far (keys without one need no decoding)
 }
 
 const maxDepth = 10000 // encoding/json's nesting limit
@@ -251,11 +252,14 @@ func (sc *scanner) object(p *payload) error {
 		if sc.i >= len(sc.s) || sc.s[sc.i] != '"' {
 			return sc.fail("looking for an object key")
 		}
-		k0 := sc.i
+		k0, esc0 := sc.i, sc.esc
 		if err := sc.str(); err != nil {
 			return err
 		}
-		key := sc.s[k0:sc.i]
+		key := sc.s[k0+1 : sc.i-1]
+		if sc.esc != esc0 {
+			key = unquote(sc.s[k0:sc.i])
+		}
 		sc.ws()
 		if sc.i >= len(sc.s) || sc.s[sc.i] != ':' {
 			return sc.fail("after an object key")
@@ -267,7 +271,7 @@ func (sc *scanner) object(p *payload) error {
 			return err
 		}
 		if p != nil {
-			p.members = append(p.members, member{key: unquote(key), val: sc.s[v0:sc.i]})
+			p.members = append(p.members, member{key: key, val: sc.s[v0:sc.i]})
 		}
 		sc.ws()
 		if sc.i >= len(sc.s) {
@@ -386,13 +390,14 @@ func (sc *scanner) lit(word string) error {
 func (sc *scanner) str() error {
 	sc.i++ // opening quote
 	for sc.i < len(sc.s) {
-		// Fast path: skip ordinary characters in one tight loop.
-		for sc.i < len(sc.s) {
-			if c := sc.s[sc.i]; c == '"' || c == '\\' || c < 0x20 {
+		// Fast path: skip ordinary characters in one tight loop over locals.
+		s, i := sc.s, sc.i
+		for ; i < len(s); i++ {
+			if c := s[i]; c <= '\\' && (c == '"' || c == '\\' || c < 0x20) {
 				break
 			}
-			sc.i++
 		}
+		sc.i = i
 		if sc.i >= len(sc.s) {
 			break
 		}
@@ -403,6 +408,7 @@ func (sc *scanner) str() error {
 			return nil
 		case c == '\\':
 			sc.i++
+			sc.esc++
 			if sc.i >= len(sc.s) {
 				return sc.fail("in a string escape")
 			}
