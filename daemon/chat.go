@@ -242,6 +242,7 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 	c, violation := e.recordChange(t.peer, t.dialog, t.id, src)
 	t.result.Changes = append(t.result.Changes, c.ID)
 	if violation != "" {
+		e.log.Warn("refused a change outside the workspace", "change", c.ID, "path", src.Path, "turn", t.id)
 		out(protocol.Event{Type: protocol.KindViolation, Violation: &protocol.Violation{
 			Kind: "outsideWorkspace", Message: violation, EventIndex: -1,
 		}})

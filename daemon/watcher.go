@@ -13,9 +13,9 @@ import (
 )
 
 // watcher is the one fsnotify watcher of a workspace. fsnotify watches are
-// not recursive, so every directory is added by hand (skipping .git and
-// node_modules, and smith's state folder should it lie inside the
-// workspace). Following gopls, one goroutine drains the fsnotify channels
+// not recursive, so every directory is added by hand (skipping .git,
+// node_modules and .agentsmithy, and smith's state folder should it lie
+// inside the workspace). Following gopls, one goroutine drains the fsnotify channels
 // and does nothing else; a second one debounces, adds new directories and
 // re-validates the pending changes of the files that changed.
 type watcher struct {
@@ -41,7 +41,9 @@ func newWatcher(e *Engine) (*watcher, error) {
 	}
 	w := &watcher{
 		e: e, w: fw,
-		skip:  map[string]bool{".git": true, "node_modules": true},
+		// .agentsmithy is AgentSmithy's own state (shadow repository,
+		// checkpoints): busy on every turn, never a user file.
+		skip:  map[string]bool{".git": true, "node_modules": true, ".agentsmithy": true},
 		kick:  make(chan struct{}, 1),
 		dirty: map[string]bool{},
 		stop:  make(chan struct{}),
