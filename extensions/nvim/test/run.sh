@@ -42,13 +42,13 @@ export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/
 export HOME=$tmp/home
 mkdir -p "$HOME"
 
-# start_upstream NAME WORKSPACE [flags...]: starts `smith upstream` and sets
-# URL to the base URL it prints as its first stdout line.
+# start_upstream NAME WORKSPACE PROTOCOL [flags...]: starts `smith upstream`
+# and sets URL to the base URL it prints as its first stdout line.
 start_upstream() {
-	local name=$1 ws=$2
-	shift 2
+	local name=$1 ws=$2 protocol=$3
+	shift 3
 	mkdir -p "$ws"
-	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 --protocol v0 "$@" \
+	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 --protocol "$protocol" "$@" \
 		>"$tmp/$name.out" 2>"$tmp/$name.log" &
 	pids+=($!)
 	URL=
@@ -67,12 +67,17 @@ start_upstream() {
 	fi
 }
 
-start_upstream main "$tmp/ws"
+# AgentSmithy v0 sends diffs and writes nothing: smith and the editor apply
+# them (accept, reject, undo).
+start_upstream main "$tmp/ws" v0
 export SMITH_TEST_WS=$tmp/ws SMITH_TEST_URL=$URL
-# The second upstream stalls after the first event of every turn, so that
-# a turn is still running when the test cancels it.
-start_upstream stall "$tmp/ws-stall" --fault stall=30
+# The same, stalling after the first event of every turn, so that a turn is
+# still running when the test cancels it.
+start_upstream stall "$tmp/ws-stall" v0 --fault stall=30
 export SMITH_TEST_WS_STALL=$tmp/ws-stall SMITH_TEST_URL_STALL=$URL
+# v2 streams reasoning and writes files itself.
+start_upstream v2 "$tmp/ws-v2" v2
+export SMITH_TEST_WS_V2=$tmp/ws-v2 SMITH_TEST_URL_V2=$URL
 export SMITH_BIN SMITH_TEST_FILTER=${1:-} SMITH_TEST_OUT=$tmp/result
 
 status=0
@@ -91,7 +96,7 @@ fi
 # Neovim stops smith serve on exit (shutdown and exit, then SIGTERM): none
 # may outlive it by more than a moment.
 for _ in $(seq 50); do
-	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL)\$" || true)
+	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL|$SMITH_TEST_URL_V2)\$" || true)
 	[ -z "$leftover" ] && break
 	sleep 0.1
 done

@@ -14,6 +14,8 @@ local WS = vim.loop.fs_realpath(env.SMITH_TEST_WS)
 local URL = env.SMITH_TEST_URL
 local WS_STALL = vim.loop.fs_realpath(env.SMITH_TEST_WS_STALL)
 local URL_STALL = env.SMITH_TEST_URL_STALL
+local WS_V2 = vim.loop.fs_realpath(env.SMITH_TEST_WS_V2)
+local URL_V2 = env.SMITH_TEST_URL_V2
 local TIMEOUT = 15000
 
 local tests = {}
@@ -127,10 +129,14 @@ local function find_win(buf)
 end
 
 -- Opens a file and returns its buffer, attached to the workspace's daemon.
-local function open_file(rel)
+local function open_file_in(root, rel)
   vim.cmd('only')
-  vim.cmd('edit ' .. vim.fn.fnameescape(WS .. '/' .. rel))
+  vim.cmd('edit ' .. vim.fn.fnameescape(root .. '/' .. rel))
   return api.nvim_get_current_buf()
+end
+
+local function open_file(rel)
+  return open_file_in(WS, rel)
 end
 
 local function wait_attached(buf, s)
@@ -243,10 +249,31 @@ test('a turn streams into the markdown chat buffer', function()
   end
 end)
 
-test('reasoning is folded in the chat buffer', function()
-  local s = session_of(WS)
-  local buf = s.chat_buf
-  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+test('v2: reasoning is folded, and a file the server wrote is reloaded in its buffer', function()
+  -- An AgentSmithy v2 server streams reasoning and edits files itself.
+  local rel = 'server.go'
+  local path = WS_V2 .. '/' .. rel
+  write_file(path, calc_source('total'))
+  vim.cmd('only')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS_V2))
+  local buf = open_file_in(WS_V2, rel)
+  smith.open_chat(WS_V2)
+  local s = session_of(WS_V2)
+  wait_attached(buf, s)
+  vim.cmd('wincmd p')
+  local reloaded = {}
+  smith.hooks.fileChanged = function(_, params)
+    table.insert(reloaded, params.path)
+  end
+  local result = turn('Smith rename total to sum in ' .. rel)
+  eq(result.outcome, 'completed', 'outcome')
+  eq(read_file(path), calc_source('sum'), 'the file the server wrote')
+  wait_for('the buffer to be reloaded', function()
+    return buf_text(buf) == calc_source('sum')
+  end)
+  eq(vim.bo[buf].modified, false, 'buffer modified after the reload')
+  truthy(#reloaded > 0, 'smith/fileChanged never arrived')
+  local lines = api.nvim_buf_get_lines(s.chat_buf, 0, -1, false)
   local lnum
   for i, l in ipairs(lines) do
     if l:match('^> _reasoning_') then
@@ -254,14 +281,13 @@ test('reasoning is folded in the chat buffer', function()
       break
     end
   end
-  if not lnum then
-    -- AgentSmithy v0 has no reasoning events; nothing to fold then.
-    return
-  end
-  local win = find_win(buf) or smith.open_chat(WS) and find_win(buf)
+  truthy(lnum, 'no reasoning block in the chat buffer:\n' .. table.concat(lines, '\n'))
+  local win = find_win(s.chat_buf)
+  truthy(win, 'the chat buffer is not shown')
   api.nvim_win_call(win, function()
     truthy(vim.fn.foldclosed(lnum) ~= -1, 'the reasoning block is not folded')
   end)
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
 end)
 
 test('a change is accepted hunk by hunk into the open buffer and the file', function()
@@ -479,7 +505,7 @@ function M.main()
   local filter = env.SMITH_TEST_FILTER or ''
   smith.setup({
     cmd = function(root)
-      local url = root == WS_STALL and URL_STALL or URL
+      local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2 })[root] or URL
       return { BIN, 'serve', '--upstream', url }
     end,
   })
