@@ -350,7 +350,24 @@ test('rejecting a change leaves the buffer and the file as they were', function(
   local buf = open_file(rel)
   local s = session_of(WS)
   wait_attached(buf, s)
-  local _, pbuf, id = propose_and_preview(rel, 'total', 'sum')
+  local result = turn(string.format('Smith rename total to sum in %s', rel))
+  local id = result.changes[1]
+  -- :SmithChanges lists the hunks in the quickfix list and previews the change.
+  vim.cmd('SmithChanges')
+  wait_for('the quickfix list of pending hunks', function()
+    local qf = vim.fn.getqflist({ title = 0, items = 0 })
+    return qf.title == 'smith changes' and #qf.items == 2 and qf.items[1].text:find('[' .. id .. '/', 1, true) ~= nil
+  end)
+  local pbuf
+  wait_for('the preview of ' .. id, function()
+    pbuf = vim.fn.bufnr('smith://change/' .. id)
+    local p = pbuf ~= -1 and changes.preview_state(pbuf)
+    return p and #p.located == 2
+  end)
+  -- <CR> opens the file at the hunk under the cursor.
+  press(pbuf, '<CR>')
+  eq(api.nvim_get_current_buf(), buf, 'the buffer <CR> opened')
+  eq(api.nvim_win_get_cursor(0)[1], 3, 'the line <CR> jumped to')
   press(pbuf, 'R')
   wait_for('the change to be rejected', function()
     return change_status(s, id) == 'rejected'

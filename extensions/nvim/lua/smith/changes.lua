@@ -344,10 +344,26 @@ function M.reject(session, change_id, hunk_ids, cb)
   decide(session, 'smith/change/reject', change_id, hunk_ids, cb)
 end
 
+-- The line of the file where the hunk at '@@' line lnum of the preview
+-- first changes something. The preview diff goes from the file's current
+-- text, so its old side numbers the lines as the file has them now.
+local function first_changed_line(buf, lnum)
+  local header = api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
+  local line = parse_header(header) or 1
+  for _, l in ipairs(api.nvim_buf_get_lines(buf, lnum, -1, false)) do
+    local c = l:sub(1, 1)
+    if c ~= ' ' then
+      break
+    end
+    line = line + 1
+  end
+  return line
+end
+
 local function open_file(session, p)
   local l = current(p)
   local file = util.join(session.root, p.change.path)
-  local line = l and l.hunk and hunk_line(l.hunk) or 1
+  local line = l and first_changed_line(p.buf, l.lnum) or 1
   if #api.nvim_tabpage_list_wins(0) > 1 then
     vim.cmd('wincmd p')
   else

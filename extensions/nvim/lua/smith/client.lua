@@ -133,29 +133,39 @@ local function make_handlers()
       end
     end
   end
-  -- Neovim applies the edit itself (with normal undo); afterwards the
-  -- edited buffers are written so that buffer and disk hold the same text.
+  -- Neovim applies the edit itself (with normal undo). Afterwards the buffers
+  -- that had no unsaved changes before are written, so that buffer and disk
+  -- hold the same text; a buffer the user was editing is left for them to
+  -- save (writing it would save their unrelated edits too).
   local apply = vim.lsp.handlers['workspace/applyEdit']
   handlers['workspace/applyEdit'] = apply and function(err, params, ctx, cfg)
-    local res = apply(err, params, ctx, cfg)
     local s = by_client[ctx.client_id]
-    if s and res and res.applied and config.options.write_after_apply then
-      local bufs = {}
+    local clean = {}
+    if s and config.options.write_after_apply then
       local edit = params and params.edit or {}
+      local uris = {}
       for _, dc in ipairs(edit.documentChanges or {}) do
         local uri = dc.textDocument and dc.textDocument.uri or dc.uri or dc.newUri
         if uri then
-          table.insert(bufs, vim.uri_to_bufnr(uri))
+          table.insert(uris, uri)
         end
       end
       for uri in pairs(edit.changes or {}) do
-        table.insert(bufs, vim.uri_to_bufnr(uri))
+        table.insert(uris, uri)
       end
+      for _, uri in ipairs(uris) do
+        local buf = vim.uri_to_bufnr(uri)
+        if not (vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified) then
+          table.insert(clean, buf)
+        end
+      end
+    end
+    local res = apply(err, params, ctx, cfg)
+    if s and res and res.applied and #clean > 0 then
       vim.schedule(function()
-        for _, buf in ipairs(bufs) do
+        for _, buf in ipairs(clean) do
           util.write_buf(buf)
         end
-        s.edits = (s.edits or 0) + 1
       end)
     end
     return res
