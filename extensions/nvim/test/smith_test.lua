@@ -17,6 +17,11 @@ local URL_STALL = env.SMITH_TEST_URL_STALL
 local WS_V2 = vim.loop.fs_realpath(env.SMITH_TEST_WS_V2)
 local URL_V2 = env.SMITH_TEST_URL_V2
 local TIMEOUT = 15000
+-- A workspace whose upstream does not answer (nothing listens on port 9).
+local WS_DOWN = vim.fn.tempname()
+vim.fn.mkdir(WS_DOWN .. '/.git', 'p')
+WS_DOWN = vim.loop.fs_realpath(WS_DOWN)
+local URL_DOWN = 'http://127.0.0.1:9'
 
 local tests = {}
 
@@ -518,11 +523,33 @@ test(':SmithCancel ends a running turn', function()
   vim.cmd('cd ' .. vim.fn.fnameescape(WS))
 end)
 
+test('an unreachable upstream ends the turn with an error in the chat and the status line', function()
+  vim.cmd('only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS_DOWN))
+  local ended
+  smith.hooks.turnEnd = function(_, result, err)
+    ended = { result = result, err = err }
+  end
+  vim.cmd('Smith hello')
+  wait_for('the failed turn to end', function()
+    return ended ~= nil
+  end)
+  local s = session_of(WS_DOWN)
+  local outcome = ended.err and 'error' or ended.result.outcome
+  eq(outcome, 'error', 'outcome')
+  eq(smith.status(), 'smith: error', 'status after the failed turn')
+  local text = buf_text(s.chat_buf)
+  contains(text, '_— error', 'the chat buffer closes the turn with the error')
+  contains(text, '127.0.0.1:9', 'the error names the upstream')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+end)
+
 function M.main()
   local filter = env.SMITH_TEST_FILTER or ''
   smith.setup({
     cmd = function(root)
-      local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2 })[root] or URL
+      local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2, [WS_DOWN] = URL_DOWN })[root] or URL
       return { BIN, 'serve', '--upstream', url }
     end,
   })
