@@ -96,7 +96,7 @@ fi
 # Neovim stops smith serve on exit (shutdown and exit, then SIGTERM): none
 # may outlive it by more than a moment.
 for _ in $(seq 50); do
-	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL|$SMITH_TEST_URL_V2)\$" || true)
+	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL|$SMITH_TEST_URL_V2|http://127.0.0.1:9)\$" || true)
 	[ -z "$leftover" ] && break
 	sleep 0.1
 done
