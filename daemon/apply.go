@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,100 +28,6 @@ func (e *Engine) current(p *Peer, abs string) (target, error) {
 		return target{}, fmt.Errorf("read %s: %w", abs, err)
 	}
 	return target{text: b, exists: exists}, nil
-}
-
-// write replaces tg's text with next (next == nil and !nextExists deletes)
-// through the editor when the file is open there, else atomically on disk
-// with a check that disk still holds tg's text. It returns "editor" or
-// "disk".
-func (e *Engine) write(ctx context.Context, label, abs string, tg target, next []byte, nextExists bool) (string, error) {
-	if tg.open {
-		fe := FileEdit{Path: abs, Version: tg.version, OldText: tg.text, NewText: next, Delete: !nextExists}
-		if err := tg.ed.ApplyEdit(ctx, label, []FileEdit{fe}); err != nil {
-			return "", fmt.Errorf("%w: the editor refused the edit of %s (buffer version %d): %v; the buffer may have changed: review the change and apply again", ErrConflict, abs, tg.version, err)
-		}
-		return "editor", nil
-	}
-	if err := e.commitDisk(abs, tg.text, tg.exists, next, nextExists); err != nil {
-		return "", err
-	}
-	return "disk", nil
-}
-
-// Apply applies the given hunks (all pending ones when empty) of a change:
-// through the Editor that has the file open (p's first), atomically on disk
-// otherwise. A stale buffer or a file changed since the plan is
-// ErrConflict (wrapped with the reason); nothing is written then, and the
-// change is re-validated against the new text so that a second Apply can
-// succeed when it still matches.
-func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	c, err := e.record(changeID)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	snap := c.snapshot()
-	e.mu.Unlock()
-	switch snap.Status {
-	case StatusPending, StatusUndone:
-	case StatusConflict:
-		return nil, fmt.Errorf("%w: change %s: %s", ErrConflict, changeID, snap.Reason)
-	default:
-		why := ""
-		if snap.Reason != "" {
-			why = " (" + snap.Reason + ")"
-		}
-		return nil, fmt.Errorf("change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
-	}
-	tg, err := e.current(p, snap.Abs)
-	if err != nil {
-		return nil, err
-	}
-	if contentHash(tg.text, tg.exists) != snap.BaseHash {
-		e.revalidate(changeID, tg.text, tg.exists)
-		now := e.view(changeID)
-		return now, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
-	}
-	fp, err := e.planChange(&snap, tg.text, tg.exists)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
-	}
-	merged := mergeStatuses(snap.Hunks, fp.hunks)
-	snap.Hunks = merged
-	ids, err := selectHunks(&snap, hunks, StatusPending)
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 && len(snap.Hunks) > 0 {
-		return nil, fmt.Errorf("change %s has no pending hunk to apply", changeID)
-	}
-	next, nextExists, err := fp.render(ids)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
-	}
-	rec, err := e.beginUndo(c, "apply", tg, next, nextExists)
-	if err != nil {
-		return nil, err
-	}
-	via, err := e.write(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, snap.Path), snap.Abs, tg, next, nextExists)
-	if err != nil {
-		e.finishUndo(rec, "", undoFailed)
-		return nil, err
-	}
-	e.mu.Lock()
-	for i := range c.Hunks {
-		if slices.Contains(ids, c.Hunks[i].ID) || len(ids) == 0 {
-			c.Hunks[i].Status = StatusApplied
-		}
-	}
-	c.BaseHash = contentHash(next, nextExists)
-	c.Status = deriveStatus(c.Hunks, StatusApplied)
-	c.Reason = ""
-	e.mu.Unlock()
-	e.finishUndo(rec, via, undoDone)
-	return e.announce(changeID, via, snap.Abs), nil
 }
 
 // mergeStatuses keeps the recorded status of hunks that are no longer
@@ -192,7 +97,7 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
 		}
-		if rec, err = e.beginUndo(c, "reject", tg, next, nextExists); err != nil {
+		if rec, err = e.beginUndo(c, "reject", tg, next, nextExists, 0); err != nil {
 			return nil, err
 		}
 		via, err = e.write(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), snap.Abs, tg, next, nextExists)
@@ -223,76 +128,10 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 	return e.announce(changeID, via, snap.Abs), nil
 }
 
-// Undo restores the exact bytes from before the most recent write smith
-// made for changeID (an apply, or the reverse-apply of a reject; the most
-// recent write of any change when changeID is empty). It refuses with
-// ErrConflict when the file changed since that write. It works across
-// restarts: the bytes come from the journal in the state directory.
-func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, error) {
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	e.mu.Lock()
-	var rec *undoRecord
-	for _, r := range slices.Backward(e.st.Undo) {
-		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
-			rec = r
-			break
-		}
-	}
-	e.mu.Unlock()
-	if rec == nil {
-		if changeID != "" {
-			if _, err := e.record(changeID); err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("nothing to undo for change %s: smith has not written it", changeID)
-		}
-		return nil, errors.New("nothing to undo: smith has written no change in this workspace")
-	}
-	c, err := e.record(rec.ChangeID)
-	if err != nil {
-		return nil, err
-	}
-	tg, err := e.current(p, rec.Path)
-	if err != nil {
-		return nil, err
-	}
-	if !rec.After.matches(tg.text, tg.exists) {
-		return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, rec.Rel, rec.ChangeID, rec.Action, rec.At, rec.Rel)
-	}
-	before, err := e.store.getBlob(rec.Before)
-	if err != nil {
-		return nil, err
-	}
-	via, err := e.write(ctx, fmt.Sprintf("smith: undo %s in %s", rec.ChangeID, rec.Rel), rec.Path, tg, before, rec.Before.Exists)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	rec.State = undoUndone
-	for i := range c.Hunks {
-		if s, ok := rec.Prev[c.Hunks[i].ID]; ok {
-			c.Hunks[i].Status = s
-		}
-	}
-	c.BaseHash = contentHash(before, rec.Before.Exists)
-	c.Status = rec.PrevStat
-	if rec.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
-		c.Status = StatusUndone
-	}
-	c.Reason = ""
-	err = e.saveLocked()
-	e.mu.Unlock()
-	if err != nil {
-		e.log.Error("save state", "err", err)
-	}
-	return e.announce(c.ID, via, rec.Path), nil
-}
-
 // beginUndo journals a write before it happens: the bytes before go to the
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
-func (e *Engine) beginUndo(c *changeRecord, action string, tg target, next []byte, nextExists bool) (*undoRecord, error) {
+func (e *Engine) beginUndo(c *changeRecord, action string, tg target, next []byte, nextExists bool, group int) (*undoRecord, error) {
 	before, err := e.store.putBlob(tg.text, tg.exists)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
@@ -309,7 +148,7 @@ func (e *Engine) beginUndo(c *changeRecord, action string, tg target, next []byt
 	}
 	r := &undoRecord{
 		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: c.Abs, Rel: c.Path, At: now(),
-		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status,
+		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 	}
 	e.st.NextUndo++
 	e.st.Undo = append(e.st.Undo, r)

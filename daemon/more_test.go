@@ -547,3 +547,63 @@ func TestStatusOfAnUnreachableUpstream(t *testing.T) {
 		t.Fatalf("dialogs of an unreachable upstream: %v", err)
 	}
 }
+
+func TestApplyChangesAllOrNothing(t *testing.T) {
+	files := map[string]string{
+		"a.go": "package a\n\nfunc Foo() {}\n",
+		"b.go": "package b\n\nvar x = Foo\n",
+		"c.go": "package c\n\n// Foo is used here too\n",
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ed := newTestEditor()
+	ed.open(f.path("b.go"), files["b.go"], 4)
+	p := f.e.Attach(ed)
+	res, _ := f.mustChat(p, "rename Foo to Bar in all files")
+	if len(res.Changes) != 3 {
+		t.Fatalf("changes %v, want 3", res.Changes)
+	}
+
+	// c.go moves on: the whole batch is refused, nothing is written.
+	f.write("c.go", "package c\n")
+	if _, err := f.e.ApplyChanges(context.Background(), p, res.Changes); !errors.Is(err, ErrConflict) {
+		t.Fatalf("batch over a changed file: %v", err)
+	}
+	if f.read("a.go") != files["a.go"] || len(ed.applyCalls()) != 0 {
+		t.Fatal("a refused batch wrote something")
+	}
+	f.write("c.go", files["c.go"])
+	// The failed Apply re-validated c.go against "package c": back to its
+	// text, the change is re-validated again on the next try.
+	f.e.Revalidate(f.path("c.go"))
+
+	got, err := f.e.ApplyChanges(context.Background(), p, res.Changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		if c.Status != StatusApplied {
+			t.Fatalf("change %+v", c)
+		}
+	}
+	if f.read("a.go") != strings.ReplaceAll(files["a.go"], "Foo", "Bar") || f.read("c.go") != strings.ReplaceAll(files["c.go"], "Foo", "Bar") {
+		t.Fatal("disk files not written")
+	}
+	if text, _ := ed.text(f.path("b.go")); text != strings.ReplaceAll(files["b.go"], "Foo", "Bar") || f.read("b.go") != files["b.go"] {
+		t.Fatalf("b.go went to disk instead of the open buffer: %q", text)
+	}
+	// One undo takes the whole batch back.
+	if _, err := f.e.Undo(context.Background(), p, ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if f.read(name) != text {
+			t.Fatalf("%s after undo: %q", name, f.read(name))
+		}
+	}
+	if text, _ := ed.text(f.path("b.go")); text != files["b.go"] {
+		t.Fatalf("b.go buffer after undo: %q", text)
+	}
+	if _, err := f.e.Undo(context.Background(), p, ""); err == nil {
+		t.Fatal("a second undo found something")
+	}
+}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -227,33 +226,6 @@ func (e *Engine) bytesBefore(c *changeRecord) ([]byte, bool, error) {
 // unifiedDiff renders a preview diff.
 func unifiedDiff(path string, a, b []byte) string {
 	return udiff.Unified("a/"+path, "b/"+path, string(a), string(b))
-}
-
-// commitDisk writes next (or deletes the file when !nextExists) with
-// diffapply's atomic commit, guarded by the hash of what smith read: a
-// file changed in between is a conflict and nothing is written.
-func (e *Engine) commitDisk(abs string, old []byte, oldExists bool, next []byte, nextExists bool) error {
-	rel, err := relTo(e.ws.root, abs)
-	if err != nil {
-		return err
-	}
-	if nextExists && next == nil {
-		next = []byte{} // nil would delete
-	}
-	if !nextExists {
-		next = nil
-	}
-	w := diffapply.Write{Path: rel, Content: next, ExpectHash: diffapply.HashAbsent}
-	if oldExists {
-		w.ExpectHash = diffapply.Hash(old)
-	}
-	if err := diffapply.Commit(context.Background(), e.ws.root, []diffapply.Write{w}, e.store.txnDir()); err != nil {
-		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
-			return fmt.Errorf("%w: %s changed while smith was writing it; nothing was written: %v", ErrConflict, rel, err)
-		}
-		return fmt.Errorf("write %s: %w", rel, err)
-	}
-	return nil
 }
 
 func relTo(root, abs string) (string, error) {

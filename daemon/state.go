@@ -75,6 +75,7 @@ const (
 // before it, and to tell whether the file changed since.
 type undoRecord struct {
 	Seq      int               `json:"seq"`
+	Group    int               `json:"group,omitempty"` // the writes of one apply share it
 	ChangeID string            `json:"changeId"`
 	Action   string            `json:"action"` // "apply" | "reject"
 	Path     string            `json:"path"`   // absolute

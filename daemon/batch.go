@@ -1,0 +1,398 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
+)
+
+// A batch is a set of file writes that happen together or not at all:
+// the files open in an editor go to that editor in one ApplyEdit (which is
+// all-or-none by the Editor contract), the others to disk in one
+// diffapply.Commit (atomic, with a crash journal). Editors go first
+// because they may refuse; should the disk commit fail after them, their
+// edits are taken back.
+
+// fileWrite is one file of a batch.
+type fileWrite struct {
+	abs        string
+	tg         target // what smith read; the write is guarded by it
+	next       []byte
+	nextExists bool
+	via        string // "editor" | "disk", set by writeBatch
+}
+
+// write is a batch of one file; it returns "editor" or "disk".
+func (e *Engine) write(ctx context.Context, label, abs string, tg target, next []byte, nextExists bool) (string, error) {
+	ws := []*fileWrite{{abs: abs, tg: tg, next: next, nextExists: nextExists}}
+	if err := e.writeBatch(ctx, label, ws); err != nil {
+		return "", err
+	}
+	return ws[0].via, nil
+}
+
+func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) error {
+	// Group the open files by editor, keeping the order of first use.
+	var eds []Editor
+	byEd := map[Editor][]FileEdit{}
+	var disk []diffapply.Write
+	for _, w := range ws {
+		if w.tg.open {
+			if _, ok := byEd[w.tg.ed]; !ok {
+				eds = append(eds, w.tg.ed)
+			}
+			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Delete: !w.nextExists})
+			w.via = "editor"
+			continue
+		}
+		dw, err := e.diskWrite(w)
+		if err != nil {
+			return err
+		}
+		disk = append(disk, dw)
+		w.via = "disk"
+	}
+	var done []Editor
+	for _, ed := range eds {
+		if err := ed.ApplyEdit(ctx, label, byEd[ed]); err != nil {
+			e.takeBack(ctx, label, done, byEd)
+			return fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err)
+		}
+		done = append(done, ed)
+	}
+	if len(disk) == 0 {
+		return nil
+	}
+	if err := diffapply.Commit(ctx, e.ws.root, disk, e.store.txnDir()); err != nil {
+		e.takeBack(ctx, label, done, byEd)
+		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+			return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
+		}
+		return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
+	}
+	return nil
+}
+
+// diskWrite is w as a diffapply write guarded by the hash of what smith
+// read.
+func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
+	rel, err := relTo(e.ws.root, w.abs)
+	if err != nil {
+		return diffapply.Write{}, err
+	}
+	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent}
+	if w.tg.exists {
+		dw.ExpectHash = diffapply.Hash(w.tg.text)
+	}
+	if w.nextExists {
+		dw.Content = w.next
+		if dw.Content == nil {
+			dw.Content = []byte{} // nil would delete
+		}
+	}
+	return dw, nil
+}
+
+// takeBack reverts edits already applied by editors of a failed batch,
+// best effort: each buffer that still holds what smith put there gets its
+// old text back.
+func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd map[Editor][]FileEdit) {
+	for _, ed := range eds {
+		var back []FileEdit
+		for _, fe := range byEd[ed] {
+			text, v, ok := ed.Document(fe.Path)
+			if !ok || string(text) != string(fe.NewText) {
+				e.log.Warn("cannot take back an edit of a failed batch", "path", fe.Path)
+				continue
+			}
+			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText})
+		}
+		if len(back) > 0 {
+			if err := ed.ApplyEdit(ctx, label+" (taken back)", back); err != nil {
+				e.log.Warn("cannot take back the edits of a failed batch", "err", err)
+			}
+		}
+	}
+}
+
+func editPaths(fes []FileEdit) string {
+	var ps []string
+	for _, fe := range fes {
+		ps = append(ps, fe.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+func diskPaths(ws []diffapply.Write) string {
+	var ps []string
+	for _, w := range ws {
+		ps = append(ps, w.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// applyStep is one change of an apply, planned and ready to write.
+type applyStep struct {
+	c    *changeRecord
+	path string
+	ids  []string // hunks to apply; nil for a change without hunks
+	w    *fileWrite
+	rec  *undoRecord
+}
+
+// prepareApply plans the given hunks of change id against the text the
+// user sees. Nothing is written. A file changed since the plan re-validates
+// the change and is ErrConflict.
+func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
+	c, err := e.record(changeID)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	snap := c.snapshot()
+	e.mu.Unlock()
+	switch snap.Status {
+	case StatusPending, StatusUndone:
+	case StatusConflict:
+		return nil, fmt.Errorf("%w: change %s: %s", ErrConflict, changeID, snap.Reason)
+	default:
+		why := ""
+		if snap.Reason != "" {
+			why = " (" + snap.Reason + ")"
+		}
+		return nil, fmt.Errorf("change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
+	}
+	tg, err := e.current(p, snap.Abs)
+	if err != nil {
+		return nil, err
+	}
+	if contentHash(tg.text, tg.exists) != snap.BaseHash {
+		e.revalidate(changeID, tg.text, tg.exists)
+		now := e.view(changeID)
+		e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: now})
+		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+	}
+	fp, err := e.planChange(&snap, tg.text, tg.exists)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	}
+	snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	ids, err := selectHunks(&snap, hunks, StatusPending)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 && len(snap.Hunks) > 0 {
+		return nil, fmt.Errorf("change %s has no pending hunk to apply", changeID)
+	}
+	next, nextExists, err := fp.render(ids)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	}
+	return &applyStep{c: c, path: snap.Path, ids: ids, w: &fileWrite{abs: snap.Abs, tg: tg, next: next, nextExists: nextExists}}, nil
+}
+
+// Apply applies the given hunks (all pending ones when empty) of a change:
+// through the Editor that has the file open (p's first), atomically on disk
+// otherwise. A stale buffer or a file changed since the plan is
+// ErrConflict (wrapped with the reason); nothing is written then, and the
+// change is re-validated against the new text (announced with
+// changeUpdated) so that a second Apply can succeed when it still matches.
+func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	st, err := e.prepareApply(p, changeID, hunks)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st})
+	if err != nil {
+		return nil, err
+	}
+	return &out[0], nil
+}
+
+// ApplyChanges applies every pending hunk of several changes (of
+// different files) together: all are written or none (open buffers in one
+// ApplyEdit per editor, the rest in one atomic disk commit). They share an
+// undo group: Undo("") takes them all back at once.
+func (e *Engine) ApplyChanges(ctx context.Context, p *Peer, changeIDs []string) ([]Change, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	if len(changeIDs) == 0 {
+		return nil, errors.New("no change to apply")
+	}
+	var steps []*applyStep
+	files := map[string]string{}
+	for _, id := range changeIDs {
+		st, err := e.prepareApply(p, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if other, ok := files[st.w.abs]; ok {
+			return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, st.path)
+		}
+		files[st.w.abs] = id
+		steps = append(steps, st)
+	}
+	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps)
+}
+
+// commitApply journals, writes and records a planned apply.
+func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep) ([]Change, error) {
+	group := e.newUndoGroup()
+	var ws []*fileWrite
+	for _, st := range steps {
+		rec, err := e.beginUndo(st.c, "apply", st.w.tg, st.w.next, st.w.nextExists, group)
+		if err != nil {
+			e.failUndo(steps)
+			return nil, err
+		}
+		st.rec = rec
+		ws = append(ws, st.w)
+	}
+	if err := e.writeBatch(ctx, label, ws); err != nil {
+		e.failUndo(steps)
+		return nil, err
+	}
+	e.mu.Lock()
+	for _, st := range steps {
+		c := st.c
+		for i := range c.Hunks {
+			if st.ids == nil || slices.Contains(st.ids, c.Hunks[i].ID) {
+				c.Hunks[i].Status = StatusApplied
+			}
+		}
+		c.BaseHash = contentHash(st.w.next, st.w.nextExists)
+		c.Status = deriveStatus(c.Hunks, StatusApplied)
+		c.Reason = ""
+		st.rec.State, st.rec.Via = undoDone, st.w.via
+	}
+	err := e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	var out []Change
+	for _, st := range steps {
+		out = append(out, *e.announce(st.c.ID, st.w.via, st.w.abs))
+	}
+	return out, nil
+}
+
+func (e *Engine) failUndo(steps []*applyStep) {
+	for _, st := range steps {
+		if st.rec != nil {
+			e.finishUndo(st.rec, "", undoFailed)
+		}
+	}
+}
+
+// Undo restores the exact bytes from before the most recent write smith
+// made for changeID (an apply, or the reverse-apply of a reject). With an
+// empty changeID it takes back the most recent write of any change, and
+// with it every write of the same ApplyChanges. It refuses with
+// ErrConflict, writing nothing, when a file changed since smith's write.
+// It works across restarts: the bytes come from the journal in the state
+// directory. The returned change is the (last) one undone.
+func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, error) {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	recs, err := e.undoTargets(changeID)
+	if err != nil {
+		return nil, err
+	}
+	var ws []*fileWrite
+	for _, r := range recs {
+		tg, err := e.current(p, r.Path)
+		if err != nil {
+			return nil, err
+		}
+		if !r.After.matches(tg.text, tg.exists) {
+			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
+		}
+		before, err := e.store.getBlob(r.Before)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, &fileWrite{abs: r.Path, tg: tg, next: before, nextExists: r.Before.Exists})
+	}
+	label := "smith: undo " + recs[0].ChangeID
+	if len(recs) > 1 {
+		label = fmt.Sprintf("smith: undo %d changes", len(recs))
+	}
+	if err := e.writeBatch(ctx, label, ws); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	for i, r := range recs {
+		c := e.changes[r.ChangeID]
+		r.State = undoUndone
+		for j := range c.Hunks {
+			if s, ok := r.Prev[c.Hunks[j].ID]; ok {
+				c.Hunks[j].Status = s
+			}
+		}
+		c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
+		c.Status = r.PrevStat
+		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
+			c.Status = StatusUndone
+		}
+		c.Reason = ""
+	}
+	err = e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	var last *Change
+	for i, r := range recs {
+		last = e.announce(r.ChangeID, ws[i].via, r.Path)
+	}
+	return last, nil
+}
+
+// undoTargets picks the journal records an Undo takes back.
+func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
+	e.mu.Lock()
+	var rec *undoRecord
+	for _, r := range slices.Backward(e.st.Undo) {
+		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
+			rec = r
+			break
+		}
+	}
+	var recs []*undoRecord
+	if rec != nil && changeID == "" && rec.Group != 0 {
+		for _, r := range e.st.Undo {
+			if r.Group == rec.Group && r.State == undoDone {
+				recs = append(recs, r)
+			}
+		}
+	} else if rec != nil {
+		recs = []*undoRecord{rec}
+	}
+	_, known := e.changes[changeID]
+	e.mu.Unlock()
+	switch {
+	case len(recs) > 0:
+		return recs, nil
+	case changeID != "" && !known:
+		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, changeID)
+	case changeID != "":
+		return nil, fmt.Errorf("nothing to undo for change %s: smith has not written it", changeID)
+	}
+	return nil, errors.New("nothing to undo: smith has written no change in this workspace")
+}
+
+// newUndoGroup numbers the writes of one apply.
+func (e *Engine) newUndoGroup() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := e.st.NextUndo
+	e.st.NextUndo++
+	return g
+}
