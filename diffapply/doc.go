@@ -1,8 +1,92 @@
 // Package diffapply applies unified diffs written by chat agents: it parses
-// them with go-diff, repairs what agents get wrong, confines every path to the
-// workspace, locates each hunk with a documented matching ladder, and writes
-// all files of a patch atomically or none. It never guesses: a hunk that
-// matches in more than one place, or only beyond the ladder, is a conflict.
+// them with go-diff, repairs what agents get wrong, confines every path to
+// the workspace, locates each hunk with a documented matching ladder, and
+// writes all files of a patch atomically or none. It never guesses: a hunk
+// that matches equally well in more than one place, or only beyond the
+// ladder, is a conflict. It is a pure library: no editor, no network.
 //
-// It is a pure library: no editor, no network.
+// # Use
+//
+//	p, err := diffapply.Plan(root, diff, diffapply.Options{})
+//	// err: the diff as a whole was refused (unreadable, binary, unsafe path).
+//	hunks, files := p.Conflicts()      // hunks (or files) that cannot apply
+//	err = p.Apply(ctx, nil, journalDir) // nil = every hunk; or chosen hunk IDs
+//
+// Plan writes nothing. Every File carries its pre-image (Before, with
+// BeforeHash), the result of its matching hunks (After), per-hunk IDs
+// (Hunk.ID, 1-based across the patch; Hunk.Index within the file), the
+// match Level, Line, Offset and Fuzz, or a Conflict with the nearest
+// place and the first difference. File.Render(ids) gives the content for
+// any subset of hunks (for editor buffers), File.Diff(ids) the as-applied
+// diff, File.ReverseDiff(ids) a diff that takes those hunks back out.
+// Options.ReadFile plans against text the caller supplies (open buffers),
+// Options.Target overrides the headers' path, PlanContent plans a
+// whole-file write. Commit and Recover are the atomic multi-file
+// transaction on their own. A Patch is not modified after Plan returns
+// and may be read from several goroutines.
+//
+// # Repairs (before and around go-diff)
+//
+// go-diff does not check hunk counts, drops a bare "@@" silently, rejects
+// "@@ ... @@", splits a hunk at a removed "--- x" line followed by an
+// added "+++ y" line, and keeps prose in Extended. So the diff is scanned
+// first (scan.go): Markdown fences and prose are dropped; hunk bodies are
+// bounded and recounted, and the body wins over wrong counts; headers
+// without numbers become hunks located by content only; AgentSmithy's
+// difflib output (a blank line after every body line, no "\ No newline"
+// markers) is detected by its counts and rewritten; any "\ " line counts as
+// the no-newline marker; trailing blank lines after a hunk are formatting.
+// Then go-diff parses each file header and the hunks (ParseOptions.KeepCR).
+// Git extended headers give new/deleted files, renames, copies and modes;
+// binary patches are refused (ErrBinary).
+//
+// # Paths
+//
+// Names are read as git's a/ and b/ prefixes, AgentSmithy's "a//abs/path",
+// absolute paths inside the root, GNU "old/x new/x" directories, or as
+// written — whichever names an existing file; Options.Strip forces -pN.
+// Every path must then stay inside the root after resolving symlinks: "..",
+// absolute paths outside, NUL bytes, anything in .git (any case), symlinks
+// that lead out, and non-regular files are refused with a *PathError that
+// names the path and the rule (git's t4139).
+//
+// # The matching ladder
+//
+// Hunks are matched against the pre-image only, so text written by one
+// hunk can never be matched by another, and hunk order does not matter.
+// Rung by rung, every unplaced hunk of a file gets a try before the next
+// rung, so a hunk that fits where it says claims its lines first:
+//
+//	exact       the old lines (context and '-') equal the file at the stated line
+//	offset      the same text elsewhere: the nearest match; two equally near conflict
+//	unique      the same text, for hunks without line numbers: must be unique
+//	whitespace  equal after folding blank runs and trailing blanks (diff -b),
+//	            at the stated line or unique in the file
+//	fuzz        whitespace-insensitive with 1, then 2, context lines dropped
+//	            at each end, at the stated line or unique in the file
+//
+// Line terminators are not content: "exact" ignores CR/LF differences.
+// A numbered hunk without trailing context must end the file, one at line
+// 1 without leading context must start it (git's anchoring, t4113); a hunk
+// whose old side ends in a no-newline marker must end the file. Strict
+// stops after the exact rungs. A hunk with no old lines at all is placed by
+// its line number only (a -U0 insertion), or into an empty file.
+//
+// # Line endings
+//
+// Context lines are written as the file has them (bytes and ending). Added
+// lines take the file's convention: CRLF when most lines end in CRLF, so a
+// CRLF file stays CRLF and a mixed file keeps each untouched line's own
+// ending. The final newline follows the diff's markers where the last hunk
+// reaches the end of the file, and the file's own state when the diff has
+// no marker.
+//
+// # Writing
+//
+// Commit writes temp files next to the targets, fsyncs them and renames
+// them into place, keeping modes; any failure restores the files already
+// renamed. Its journal (outside the workspace) holds a manifest and backups,
+// so a process killed mid-commit leaves every file before or after, and
+// Recover rolls the transaction back. Write.ExpectHash (set from the plan's
+// BeforeHash) refuses to overwrite a file that changed after planning.
 package diffapply

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sourcegraph/go-diff/diff"
 )
@@ -49,15 +52,40 @@ func parse(b []byte) ([]*fileDiff, *scanned, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []*fileDiff
-	for _, rf := range sc.files {
-		fd, err := parseFile(rf)
+	out := make([]*fileDiff, len(sc.files))
+	errs := make([]error, len(sc.files))
+	parseAll(len(sc.files), len(b), func(i int) {
+		out[i], errs[i] = parseFile(sc.files[i])
+	})
+	for _, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, err // the first error in diff order
 		}
-		out = append(out, fd)
 	}
 	return out, sc, nil
+}
+
+// parseAll runs parse(i) for i in [0, n), on all CPUs when the diff is
+// big enough to be worth it. Files parse independently; results land in
+// per-index slots, so the outcome does not depend on scheduling.
+func parseAll(n, size int, parse func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers < 2 || size < 256<<10 {
+		for i := 0; i < n; i++ {
+			parse(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				parse(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func parseFile(rf *rawFile) (*fileDiff, error) {

@@ -205,13 +205,26 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
 	}
 	p := &Patch{Root: ws.root, Repairs: sc.repairs}
+	planned := make([]*File, len(fds))
+	errs := make([]error, len(fds))
+	plan := func(i int) {
+		if opts.Reverse {
+			fds[i].reverse()
+		}
+		planned[i], errs[i] = planFile(ws, fds[i], opts, sc.crlf)
+	}
+	if opts.ReadFile != nil || opts.Select != nil {
+		// Callbacks are documented to run on Plan's goroutine.
+		for i := range fds {
+			plan(i)
+		}
+	} else {
+		parseAll(len(fds), len(diff), plan)
+	}
 	seen := map[string]bool{}
 	nextHunk := 1
-	for _, fd := range fds {
-		if opts.Reverse {
-			fd.reverse()
-		}
-		f, err := planFile(ws, fd, opts, sc.crlf)
+	for i, fd := range fds {
+		f, err := planned[i], errs[i]
 		if err != nil {
 			return nil, err
 		}
