@@ -84,6 +84,28 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	return c, violation
 }
 
+// Propose records a change that did not come from a turn (a diff file
+// given to `smith apply`, a front's own proposal): it is planned against
+// the text the user sees, exactly like a change of a stream, and then
+// applied, rejected and undone like one. A path outside the workspace is
+// refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
+// be empty.
+func (e *Engine) Propose(p *Peer, dialogID string, ch protocol.Change) (*Change, error) {
+	if _, _, err := e.ws.resolve(ch.Path); err != nil {
+		return nil, err
+	}
+	if ch.OldPath != "" {
+		if _, _, err := e.ws.resolve(ch.OldPath); err != nil {
+			return nil, err
+		}
+	}
+	ch.AppliedUpstream = false
+	c, _ := e.recordChange(p, dialogID, "", ch)
+	v := e.view(c.ID)
+	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
+	return v, nil
+}
+
 // userText is the text the user sees of abs: the open buffer (p's editor
 // first, then any attached one), else the file on disk.
 func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {

@@ -192,6 +192,7 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 			e.onChange(t, *ev.Change, out)
 		}
 	}
+	e.log.Debug("turn start", "turn", t.id, "dialog", t.dialog, "chars", utf8.RuneCountInString(req.Message))
 	preq := protocol.ChatRequest{DialogID: t.dialog, TurnID: t.id, Message: req.Message, Context: req.Context}
 	local := t.dialog != "" && !e.hasDialogAPI(t.ctx)
 	if local {
@@ -220,6 +221,7 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 	} else {
 		res.Outcome = protocol.OutcomeError
 	}
+	e.log.Debug("turn end", "turn", t.id, "dialog", res.DialogID, "outcome", res.Outcome, "changes", len(res.Changes), "err", err)
 	if err != nil && t.ctx.Err() != nil {
 		// A cancelled turn is an outcome, not a failure to start.
 		err = nil

@@ -607,3 +607,28 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 		t.Fatal("a second undo found something")
 	}
 }
+
+func TestProposeOutsideATurn(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}, mutate: func(c *Config) { c.NoWatch = true }})
+	p := f.e.Attach(nil)
+	diff := "--- a/main.go\n+++ b/main.go\n@@ -1,4 +1,4 @@\n package main\n \n-func Foo() int {\n+func Foo() int64 {\n \treturn 1\n"
+	c, err := f.e.Propose(p, "", protocol.Change{Path: "main.go", Diff: diff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != StatusPending || len(c.Hunks) != 1 || c.TurnID != "" {
+		t.Fatalf("proposal %+v", c)
+	}
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.read("main.go"), "func Foo() int64 {") {
+		t.Fatalf("main.go:\n%s", f.read("main.go"))
+	}
+	if _, err := f.e.Propose(p, "", protocol.Change{Path: "../x.go", Content: "x", HasContent: true}); !errors.Is(err, ErrOutsideWorkspace) {
+		t.Fatalf("outside proposal: %v", err)
+	}
+	if n := len(f.e.Changes(ChangeFilter{})); n != 1 {
+		t.Fatalf("%d changes recorded, want 1", n)
+	}
+}
