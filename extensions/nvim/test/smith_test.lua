@@ -254,7 +254,7 @@ test('a turn streams into the markdown chat buffer', function()
   end
 end)
 
-test('v2: reasoning is folded, and a file the server wrote is reloaded in its buffer', function()
+test('v2: reasoning is folded; a file the server wrote is reloaded, and reject reverses it', function()
   -- An AgentSmithy v2 server streams reasoning and edits files itself.
   local rel = 'server.go'
   local path = WS_V2 .. '/' .. rel
@@ -278,6 +278,18 @@ test('v2: reasoning is folded, and a file the server wrote is reloaded in its bu
   end)
   eq(vim.bo[buf].modified, false, 'buffer modified after the reload')
   truthy(#reloaded > 0, 'smith/fileChanged never arrived')
+  -- Rejecting a change the server wrote reverses it, in the buffer and on disk.
+  local pbuf
+  smith.preview(result.changes[1], WS_V2, function(b)
+    pbuf = b
+  end)
+  wait_for('the preview of the written change', function()
+    return pbuf ~= nil
+  end)
+  press(pbuf, 'R')
+  wait_for('the original text in the buffer and on disk', function()
+    return buf_text(buf) == calc_source('total') and read_file(path) == calc_source('total')
+  end)
   local lines = api.nvim_buf_get_lines(s.chat_buf, 0, -1, false)
   local lnum
   for i, l in ipairs(lines) do

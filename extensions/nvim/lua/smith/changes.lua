@@ -61,15 +61,40 @@ local function hunk_line(hunk)
   return math.max((old or new or 1) + (tonumber(hunk.offset) or 0), 1)
 end
 
---- Fills the quickfix list with every hunk of the pending changes.
+-- Statuses that ask for a decision: pending proposals, conflicts and stale
+-- ones to look at, and changes the server already wrote (reject reverses).
+local REVIEW = { pending = true, conflict = true, stale = true, appliedUpstream = true }
+
+--- The changes to review, pending first; cb(list, err).
+function M.reviewable(session, cb)
+  M.fetch(session, {}, function(all, err)
+    if not all then
+      cb(nil, err)
+      return
+    end
+    local list = {}
+    for _, c in ipairs(all) do
+      if REVIEW[c.status] then
+        table.insert(list, c)
+      end
+    end
+    table.sort(list, function(a, b)
+      if (a.status == 'pending') ~= (b.status == 'pending') then
+        return a.status == 'pending'
+      end
+      return false
+    end)
+    cb(list)
+  end)
+end
+
+--- Fills the quickfix list with every hunk of the changes to review.
 function M.show_list(session, open_preview)
-  M.fetch(session, { status = 'pending' }, function(list, err)
+  M.reviewable(session, function(list, err)
     if not list then
       util.error('smith: listing changes failed: %s', util.errmsg(err))
       return
     end
-    session.pending = #list
-    util.redraw_status()
     local items = {}
     for _, c in ipairs(list) do
       local file = util.join(session.root, c.path)
@@ -87,7 +112,7 @@ function M.show_list(session, open_preview)
     end
     vim.fn.setqflist({}, ' ', { title = QF_TITLE, items = items })
     if #list == 0 then
-      util.info('smith: no pending changes')
+      util.info('smith: no changes to review')
       return
     end
     vim.cmd('botright copen')
@@ -481,9 +506,9 @@ end
 
 --- Moves the preview to the next (dir=1) or previous pending change.
 function M.cycle(session, change_id, dir)
-  M.fetch(session, { status = 'pending' }, function(list)
+  M.reviewable(session, function(list)
     if not list or #list == 0 then
-      util.info('smith: no pending changes')
+      util.info('smith: no changes to review')
       return
     end
     local idx = 0

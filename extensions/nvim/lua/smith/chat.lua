@@ -293,7 +293,9 @@ end
 function renderers.change(session, ev)
   local c = ev.change or {}
   local how = c.appliedUpstream and 'written by the server' or 'proposed'
-  M.lines(session, { string.format('- change %s `%s` %s', c.kind or 'modify', c.path or '?', how) }, 'item')
+  local path = c.path or '?'
+  path = util.relative(path, session.root) or path
+  M.lines(session, { string.format('- change %s `%s` %s', c.kind or 'modify', path, how) }, 'item')
 end
 
 function renderers.citation(session, ev)

@@ -202,7 +202,7 @@ function M.open_chat(root)
   return session
 end
 
---- Lists pending changes in the quickfix list and previews the first one.
+--- Lists the changes to review in the quickfix list and previews the first.
 function M.changes(root)
   local session = M.session(root)
   if session then
@@ -211,7 +211,7 @@ function M.changes(root)
 end
 
 --- Previews a change: by id, else the quickfix entry under the cursor, else
---- the first pending change.
+--- the first change to review.
 function M.preview(change_id, root, cb)
   local session = M.session(root)
   if not session then
@@ -222,11 +222,11 @@ function M.preview(change_id, root, cb)
     changes.preview(session, change_id, cb)
     return
   end
-  changes.fetch(session, { status = 'pending' }, function(list, err)
+  changes.reviewable(session, function(list, err)
     if not list then
       util.error('smith: listing changes failed: %s', util.errmsg(err))
     elseif #list == 0 then
-      util.info('smith: no pending changes')
+      util.info('smith: no changes to review')
     else
       changes.preview(session, list[1].id, cb)
     end
