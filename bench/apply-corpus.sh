@@ -5,7 +5,8 @@
 #   bench/apply-corpus.sh PATH-TO-A-GIT-REPOSITORY [applybench flags...]
 #
 # Environment: OUT (reports, default bench/work), BIN (binaries, default
-# $TMPDIR/smith-bench), TOOLS (default smith,git,patch).
+# $TMPDIR/smith-bench), TOOLS (default smith,git,patch), SMITH (a smith
+# binary to use instead of building ./cmd/smith).
 set -eu
 
 if [ $# -lt 1 ]; then
@@ -23,12 +24,18 @@ mkdir -p "$out" "$bin"
 rm -rf "$out/failures"
 
 go build -o "$bin/applybench" ./bench/applybench
+smith=${SMITH:-}
 case ",$tools," in
-*,smith,*) go build -o "$bin/smith" ./cmd/smith ;;
+*,smith,*)
+	if [ -z "$smith" ]; then
+		smith=$bin/smith
+		go build -o "$smith" ./cmd/smith
+	fi
+	;;
 esac
 
 echo "git: $(git --version)  patch: $(patch --version | head -n 1)  cores: $(nproc 2>/dev/null || echo ?)" >&2
-"$bin/applybench" -repo "$repo" -smith "$bin/smith" -tools "$tools" \
+"$bin/applybench" -repo "$repo" -smith "$smith" -tools "$tools" \
 	-md "$out/apply-corpus.md" -json "$out/apply-corpus.json" -failures "$out/failures" "$@"
 cat "$out/apply-corpus.md"
 echo >&2

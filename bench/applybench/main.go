@@ -41,6 +41,7 @@ type config struct {
 	ignored         []string
 	lim             limits
 	timeout         time.Duration
+	replay          []string // archived cases to replay instead of sampling a repository
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -48,6 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	c := &config{}
 	var tools, sets, kinds, dump, ignored string
+	replayMode := false
 	fs.StringVar(&c.repo, "repo", "", "local git repository (work tree or bare) to take commits from (required)")
 	fs.StringVar(&c.rev, "rev", "HEAD", "revision whose history is sampled")
 	fs.StringVar(&c.name, "name", "", "public name of the repository for the report, e.g. github.com/owner/repo (default: its directory name)")
@@ -66,12 +68,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.lim.maxFiles, "max-files", 40, "skip commits touching more files")
 	fs.IntVar(&c.lim.maxDiffBytes, "max-diff-bytes", 256<<10, "skip commits with a larger diff")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "time limit of one tool process")
+	fs.BoolVar(&replayMode, "replay", false, "replay the txtar cases named as arguments (e.g. bench/failures/*.txtar) instead of sampling -repo")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if c.repo == "" || fs.NArg() > 0 {
+	switch {
+	case replayMode && fs.NArg() > 0:
+		c.replay = fs.Args()
+	case replayMode || c.repo == "" || fs.NArg() > 0:
 		fs.Usage()
-		return nil, errors.New("usage: applybench -repo PATH [flags]")
+		return nil, errors.New("usage: applybench -repo PATH [flags] | applybench -replay [flags] CASE.txtar...")
 	}
 	c.tools, c.sets, c.kinds = splitList(tools), splitList(sets), splitList(kinds)
 	c.dump, c.ignored = splitList(dump), splitList(ignored)
@@ -118,7 +124,12 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	if err := run(ctx, c, log); err != nil {
+	if len(c.replay) > 0 {
+		err = replay(ctx, c, c.replay, os.Stdout)
+	} else {
+		err = run(ctx, c, log)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "applybench:", err)
 		os.Exit(1)
 	}
@@ -204,7 +215,7 @@ func run(ctx context.Context, c *config, log *slog.Logger) error {
 	s.Cases = cases
 
 	if c.failures != "" {
-		if err := writeFailures(c.failures, cases, c.dump, tools); err != nil {
+		if err := writeFailures(c.failures, ws.root, cases, c.dump, tools); err != nil {
 			return err
 		}
 	}

@@ -238,7 +238,7 @@ func shortID(id string) string { return id[:min(12, len(id))] }
 // writeFailures writes one txtar per non-exact result of the dump tools:
 // the patch, the files before, the expected files and what the tool left.
 // txtar adds a final newline to files that lack one; the comment says which.
-func writeFailures(dir string, cases []*benchCase, dump []string, tools []tool) error {
+func writeFailures(dir, root string, cases []*benchCase, dump []string, tools []tool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func writeFailures(dir string, cases []*benchCase, dump []string, tools []tool) 
 			}
 			name := fmt.Sprintf("%s-%s-%s-%s-%s.txtar", bc.Set, orDash(bc.Kind), shortID(bc.Commit),
 				toolKey(res.Tool), res.Outcome)
-			if err := os.WriteFile(filepath.Join(dir, name), txtar.Format(failureArchive(bc, res)), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, name), txtar.Format(failureArchive(root, bc, res)), 0o644); err != nil {
 				return err
 			}
 		}
@@ -270,15 +270,17 @@ func orDash(s string) string {
 	return s
 }
 
-func failureArchive(bc *benchCase, res *result) *txtar.Archive {
+// The workspace's absolute path in the patch becomes $ROOT (see replay).
+func failureArchive(root string, bc *benchCase, res *result) *txtar.Archive {
 	var c strings.Builder
-	fmt.Fprintf(&c, "set: %s\nkind: %s\ncommit: %s\ntool: %s\noutcome: %s\nexit: %d\n",
-		bc.Set, orDash(bc.Kind), bc.Commit, res.Tool, res.Outcome, res.Exit)
+	fmt.Fprintf(&c, "set: %s\nkind: %s\ncommit: %s\nroot: %s\ntool: %s\noutcome: %s\nexit: %d\n",
+		bc.Set, orDash(bc.Kind), bc.Commit, filepath.Base(root), res.Tool, res.Outcome, res.Exit)
 	if res.Stderr != "" {
 		fmt.Fprintf(&c, "output:\n%s\n", indent(res.Stderr))
 	}
 	a := &txtar.Archive{}
-	a.Files = append(a.Files, txtar.File{Name: "patch.diff", Data: bc.patch})
+	patch := bytes.ReplaceAll(bc.patch, []byte(filepath.ToSlash(root)), []byte(rootPlaceholder))
+	a.Files = append(a.Files, txtar.File{Name: "patch.diff", Data: patch})
 	var noNL []string
 	add := func(prefix string, files map[string][]byte) {
 		for _, p := range sortedKeys(files) {

@@ -96,21 +96,40 @@ type workspace struct {
 	timeout time.Duration
 }
 
-// reset makes the workspace hold exactly files.
+// reset makes the workspace hold exactly files. The files are flushed to
+// disk before the tool runs: a tool that calls fsync (smith journals its
+// writes) would otherwise also pay for writing back the harness's own files.
 func (w *workspace) reset(files map[string][]byte) error {
 	if err := os.RemoveAll(w.root); err != nil {
 		return fmt.Errorf("reset workspace: %w", err)
 	}
+	if err := os.MkdirAll(w.root, 0o755); err != nil {
+		return fmt.Errorf("reset workspace: %w", err)
+	}
 	for p, b := range files {
-		full := filepath.Join(w.root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("reset workspace: %w", err)
-		}
-		if err := os.WriteFile(full, b, 0o644); err != nil {
+		if err := writeSynced(filepath.Join(w.root, filepath.FromSlash(p)), b); err != nil {
 			return fmt.Errorf("reset workspace: %w", err)
 		}
 	}
-	return os.MkdirAll(w.root, 0o755)
+	return nil
+}
+
+func writeSynced(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // snapshot reads every regular file under the workspace root.
@@ -149,7 +168,7 @@ func (w *workspace) run(ctx context.Context, t tool, patch []byte, before, after
 	if err := w.reset(before); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(w.patch, patch, 0o644); err != nil {
+	if err := writeSynced(w.patch, patch); err != nil {
 		return nil, fmt.Errorf("write patch: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
