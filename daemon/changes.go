@@ -44,6 +44,9 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		c.Content = &s
 	}
 	c.Diff = src.Diff
+	// The diff and the content are kept once, in c.Diff and c.Content:
+	// the state file holds every change.
+	c.Src.Diff, c.Src.Content = "", ""
 	var violation string
 	abs, rel, err := e.ws.resolve(src.Path)
 	if err == nil && src.OldPath != "" {

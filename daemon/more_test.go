@@ -632,3 +632,42 @@ func TestProposeOutsideATurn(t *testing.T) {
 		t.Fatalf("%d changes recorded, want 1", n)
 	}
 }
+
+func TestCurrentDialogSurvivesARestart(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true }})
+	res, _ := f.mustChat(f.e.Attach(nil), "hello there")
+	d2, err := f.e.NewDialog(context.Background(), "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.e.SelectDialog(context.Background(), res.DialogID); err != nil {
+		t.Fatal(err)
+	}
+	f.e.Close()
+	f.e = f.open()
+	again, _ := f.mustChat(f.e.Attach(nil), "hello again")
+	if again.DialogID != res.DialogID {
+		t.Fatalf("after restart the turn ran in %s, want the current dialog %s", again.DialogID, res.DialogID)
+	}
+	if again.TurnID == res.TurnID {
+		t.Fatalf("turn id %s reused after a restart", again.TurnID)
+	}
+	if err := f.e.RenameDialog(context.Background(), d2.ID, "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := f.e.Dialogs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ds, func(d Dialog) bool { return d.ID == d2.ID })
+	if i < 0 || ds[i].Title != "renamed" {
+		t.Fatalf("dialogs %+v", ds)
+	}
+	raw, err := f.e.History(context.Background(), res.DialogID, 10, -1)
+	if err != nil || !strings.Contains(string(raw), "hello again") {
+		t.Fatalf("history %s %v", raw, err)
+	}
+	if err := f.e.DeleteDialog(context.Background(), d2.ID); err != nil {
+		t.Fatal(err)
+	}
+}
