@@ -131,14 +131,22 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		Select: pathFilter(o.include, o.exclude),
 	}
 	p, err := diffapply.Plan(root, diff, opts)
-	if err != nil {
-		if errors.Is(err, diffapply.ErrUnsafePath) {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w (nothing written)", name, err)}
-		}
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", name, err)}
+	if err == nil && len(p.Files) == 0 {
+		err = errors.New("no file left to patch (check --include/--exclude)")
 	}
-	if len(p.Files) == 0 {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: no file left to patch (check --include/--exclude)", name)}
+	if err != nil {
+		// An unsafe path is a refusal like a conflict; anything else means
+		// the input could not be used.
+		code, result := ExitUsage, "error"
+		if errors.Is(err, diffapply.ErrUnsafePath) {
+			code, result = ExitFailure, "refused"
+		}
+		err = fmt.Errorf("%s: %w; nothing was written", name, err)
+		if o.json {
+			writeApplyJSON(s.Out, &applyResult{Result: result, Root: root, Error: err.Error(), Files: []applyFile{}})
+			return &ExitError{Code: code, Err: err, Silent: true}
+		}
+		return &ExitError{Code: code, Err: err}
 	}
 	if ids != nil {
 		if err := checkIDs(p, ids); err != nil {

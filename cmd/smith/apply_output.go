@@ -12,7 +12,7 @@ import (
 
 // applyResult is what `smith apply --json` prints (docs/cli.md).
 type applyResult struct {
-	Result  string      `json:"result"` // applied, checked, preview, conflict, failed
+	Result  string      `json:"result"` // applied, checked, preview, conflict, failed, refused, error
 	Root    string      `json:"root"`
 	Repairs []string    `json:"repairs,omitempty"`
 	Files   []applyFile `json:"files"`
@@ -29,8 +29,11 @@ type applyFile struct {
 }
 
 func writeApplyJSON(w io.Writer, res *applyResult) error {
-	for _, f := range res.patch.Files {
-		res.Files = append(res.Files, applyFile{File: f, Diff: f.Diff(chosenIn(f, res.ids))})
+	if res.patch != nil {
+		res.Files = []applyFile{}
+		for _, f := range res.patch.Files {
+			res.Files = append(res.Files, applyFile{File: f, Diff: f.Diff(chosenIn(f, res.ids))})
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
