@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ func runReplay(cmd *cobra.Command, s *IOStreams, o *replayOptions, file string) 
 	if err != nil {
 		return err
 	}
+	return replayBody(cmd.Context(), s, o, dialect, header, sizes, body)
+}
+
+// replayBody prints what smith makes of body, read in the given sizes.
+func replayBody(ctx context.Context, s *IOStreams, o *replayOptions, dialect protocol.Dialect, header http.Header, sizes []int, body []byte) error {
 	var r io.Reader = bytes.NewReader(body)
 	if len(sizes) > 0 {
 		r = &chunkReader{r: r, sizes: sizes}
@@ -97,7 +103,7 @@ func runReplay(cmd *cobra.Command, s *IOStreams, o *replayOptions, file string) 
 		h := newHumanRenderer(s.Out, s.ColorOut())
 		render, finish = h.event, h.summary
 	}
-	sum := protocol.ReadTurn(cmd.Context(), r, opts, render)
+	sum := protocol.ReadTurn(ctx, r, opts, render)
 	if err := finish(sum); err != nil {
 		return fmt.Errorf("writing the output: %w", err)
 	}
