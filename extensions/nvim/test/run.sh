@@ -4,6 +4,8 @@
 #
 #   SMITH_BIN=/abs/path/to/smith extensions/nvim/test/run.sh [name-filter]
 #
+# SMITH_TEST_KEEP=1 keeps the scratch directory (logs, workspaces).
+#
 # Builds nothing: `make nvimtest` builds bin/smith and calls this script.
 # Prints one line per test and a closing "N passed, N failed"; exits
 # non-zero when a test fails or something is missing.
@@ -33,7 +35,11 @@ cleanup() {
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
-	rm -rf "$tmp"
+	if [ -n "${SMITH_TEST_KEEP:-}" ]; then
+		echo "nvim tests: kept $tmp (Neovim's stderr in nvim.err, the LSP log in cache/nvim/lsp.log)" >&2
+	else
+		rm -rf "$tmp"
+	fi
 }
 trap cleanup EXIT
 

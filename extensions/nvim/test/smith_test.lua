@@ -135,7 +135,7 @@ end
 
 -- Opens a file and returns its buffer, attached to the workspace's daemon.
 local function open_file_in(root, rel)
-  vim.cmd('only')
+  vim.cmd('silent only')
   vim.cmd('edit ' .. vim.fn.fnameescape(root .. '/' .. rel))
   return api.nvim_get_current_buf()
 end
@@ -259,7 +259,7 @@ test('v2: reasoning is folded; a file the server wrote is reloaded, and reject r
   local rel = 'server.go'
   local path = WS_V2 .. '/' .. rel
   write_file(path, calc_source('total'))
-  vim.cmd('only')
+  vim.cmd('silent only')
   vim.cmd('cd ' .. vim.fn.fnameescape(WS_V2))
   local buf = open_file_in(WS_V2, rel)
   smith.open_chat(WS_V2)
@@ -426,7 +426,7 @@ test('a change to a file that is not open is written on disk', function()
   local rel = 'closed.go'
   local path = WS .. '/' .. rel
   write_file(path, calc_source('total'))
-  vim.cmd('only')
+  vim.cmd('silent only')
   local _, pbuf = propose_and_preview(rel, 'total', 'sum')
   press(pbuf, 'A')
   wait_for('the change on disk', function()
@@ -505,7 +505,7 @@ end)
 test(':SmithCancel ends a running turn', function()
   -- This workspace's upstream stalls for 30 s after the first event.
   write_file(WS_STALL .. '/slow.go', calc_source('total'))
-  vim.cmd('only')
+  vim.cmd('silent only')
   vim.cmd('enew')
   vim.cmd('cd ' .. vim.fn.fnameescape(WS_STALL))
   local ended
@@ -522,6 +522,10 @@ test(':SmithCancel ends a running turn', function()
     return got_event
   end)
   eq(smith.status(), 'smith: streaming', 'status while the turn runs (root ' .. client.root_for() .. ', buf ' .. vim.api.nvim_buf_get_name(0) .. ')')
+  -- One turn at a time per workspace: a second one is refused, not queued.
+  eq(smith.chat('rename sum to total in slow.go'), nil, 'a second turn while one runs')
+  local _, asked = buf_text(s.chat_buf):gsub('## You', '')
+  eq(asked, 1, 'messages in the chat buffer')
   vim.cmd('SmithCancel')
   wait_for('the cancelled turn to end', function()
     return ended ~= nil
@@ -536,7 +540,7 @@ test(':SmithCancel ends a running turn', function()
 end)
 
 test('an unreachable upstream ends the turn with an error in the chat and the status line', function()
-  vim.cmd('only')
+  vim.cmd('silent only')
   vim.cmd('enew')
   vim.cmd('cd ' .. vim.fn.fnameescape(WS_DOWN))
   local ended

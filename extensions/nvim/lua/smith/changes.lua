@@ -218,7 +218,7 @@ local function key_help()
   return '# ' .. table.concat(parts, ' · ')
 end
 
-local function render(buf, change, preview)
+local function render(buf, change, preview, problem)
   local lines = {
     string.format('# change %s · %s %s · %s', change.id, change.kind or 'modify', change.path, change.status),
     key_help(),
@@ -232,6 +232,9 @@ local function render(buf, change, preview)
   end
   if #summary > 0 then
     table.insert(lines, '# hunks: ' .. table.concat(summary, ' · '))
+  end
+  if problem then
+    table.insert(lines, '# no preview: ' .. problem:gsub('\n', ' '))
   end
   local first = #lines + 1
   local diff = preview and preview.diff or ''
@@ -329,11 +332,11 @@ function M.refresh(session, change_id, cb)
       return
     end
     session:request('smith/change/preview', { changeId = change_id }, function(perr, preview)
-      if perr then
-        util.error('smith: preview of %s failed: %s', change_id, util.errmsg(perr))
-      end
+      -- A change that cannot be previewed any more (undone, in conflict)
+      -- says why in the buffer rather than in a message: this also runs
+      -- in the background on smith/changeUpdated.
       if api.nvim_buf_is_valid(p.buf) then
-        render(p.buf, change, not perr and preview or nil)
+        render(p.buf, change, not perr and preview or nil, perr and util.errmsg(perr))
       end
       cb(change)
     end)

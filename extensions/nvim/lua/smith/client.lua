@@ -229,31 +229,34 @@ function M.ensure(root)
       util.redraw_status()
     end,
     on_exit = function(code, signal)
+      -- Runs in a libuv callback where most of the API is off limits: only
+      -- plain state changes here, the rest on the main loop.
       s.stopped = true
       s.initialized = false
       s.status = 'off'
       if sessions[root] == s then
         sessions[root] = nil
       end
-      local waiters = s.waiters
-      s.waiters = {}
-      for _, fn in ipairs(waiters) do
-        fn(nil, string.format('smith serve exited (code %s, signal %s)', code, signal))
-      end
-      if s.turn and s.turn.on_exit then
-        s.turn.on_exit()
-      end
-      if not s.stopping and code ~= 0 then
-        vim.schedule(function()
+      vim.schedule(function()
+        local waiters = s.waiters
+        s.waiters = {}
+        for _, fn in ipairs(waiters) do
+          fn(nil, string.format('smith serve exited (code %s, signal %s)', code, signal))
+        end
+        if s.turn and s.turn.on_exit then
+          s.turn.on_exit()
+        end
+        if not s.stopping and code ~= 0 then
           util.error(
-            'smith: smith serve for %s exited with code %d; see :LspLog or run `%s` by hand',
+            'smith: smith serve for %s exited with code %d; its stderr is in %s; try `%s` by hand',
             root,
             code,
+            vim.lsp.get_log_path(),
             table.concat(cmd, ' ')
           )
-        end)
-      end
-      util.redraw_status()
+        end
+        util.redraw_status()
+      end)
     end,
   })
   if not id then
