@@ -138,7 +138,7 @@ func newEditor(t testing.TB, rwc io.ReadWriteCloser) *Editor {
 	e.raw = &lockedWriter{rwc: rwc}
 	stream := &recordingStream{frames: jsonrpc2.NewHeaderStream(e.raw).(frameStream), onError: e.recordError, onResponse: e.deliverRaw}
 	e.conn = jsonrpc2.NewConn(stream)
-	e.conn.Go(context.Background(), jsonrpc2.AsyncHandler(e.handle))
+	e.conn.Go(context.Background(), e.handle)
 	t.Cleanup(func() { e.conn.Close() })
 	return e
 }
@@ -400,11 +400,17 @@ func (e *Editor) Wait(timeout time.Duration) (int, error) {
 func (e *Editor) CloseStdin() error { return e.raw.closeWrite() }
 
 // handle answers the server's requests and records its notifications.
+// Notifications are recorded inline, on the read loop, so that their order
+// is the order the server sent them; requests are released (Async) because
+// answering one sends notifications and may take a while.
 func (e *Editor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	params := json.RawMessage(bytes.Clone(req.Params()))
-	if !req.IsCall() {
+	if req.IsCall() {
+		jsonrpc2.Async(ctx)
+	} else {
 		e.mu.Lock()
-		e.notes = append(e.notes, Notification{Method: req.Method(), Params: params})
+		// The method string is borrowed from the read buffer: copy it.
+		e.notes = append(e.notes, Notification{Method: strings.Clone(req.Method()), Params: params})
 		e.cond.Broadcast()
 		e.mu.Unlock()
 		return nil, nil
