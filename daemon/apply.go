@@ -3,10 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-
-	"github.com/smith-dev/smith/protocol"
 )
 
 // target is where a write goes: an open buffer of some editor, or disk.
@@ -244,6 +241,3 @@ func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
 	}
 	return changed
 }
-
-var _ = maps.Clone[map[string]string]
-var _ = protocol.ChangeCreate

@@ -15,6 +15,9 @@ var (
 	ErrEmptyMessage = errors.New("empty message")
 	ErrNoUpstream   = errors.New("no upstream configured")
 	ErrClosed       = errors.New("engine closed")
+	// ErrStateLocked: another Engine (usually another smith process) owns
+	// the workspace's state folder.
+	ErrStateLocked = errors.New("workspace state in use")
 )
 
 func (e *Engine) clientConfig() protocol.ClientConfig {

@@ -39,6 +39,7 @@ type Engine struct {
 	cancel context.CancelFunc
 	turns  sync.WaitGroup // running Chat calls
 	watch  *watcher       // nil with NoWatch
+	unlock func() error   // releases the state folder's lock
 
 	// mu guards everything below and the on-disk state; it is never held
 	// while waiting on the network or on an Editor.
@@ -94,6 +95,15 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		busy:    map[string]string{},
 		peers:   map[*Peer]struct{}{},
 	}
+	if e.unlock, err = lockState(dir); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			e.unlock()
+		}
+	}()
 	if e.st, err = e.store.load(ws); err != nil {
 		return nil, err
 	}
@@ -124,6 +134,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// Files may have changed while no engine was watching.
 	e.revalidateAll()
+	ok = true
 	return e, nil
 }
 
@@ -146,6 +157,7 @@ func (e *Engine) Close() error {
 	if e.watch != nil {
 		errs = append(errs, e.watch.close())
 	}
+	errs = append(errs, e.unlock())
 	return errors.Join(errs...)
 }
 

@@ -671,3 +671,12 @@ func TestCurrentDialogSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOneEnginePerWorkspaceState(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true }})
+	if _, err := New(context.Background(), f.cfg); !errors.Is(err, ErrStateLocked) || !strings.Contains(err.Error(), "pid") {
+		t.Fatalf("second engine on the same state: %v, want ErrStateLocked naming the holder", err)
+	}
+	f.e.Close()
+	f.e = f.open() // released by Close
+}
