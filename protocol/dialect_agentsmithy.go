@@ -13,6 +13,7 @@ import (
 // version is learnt from the shapes seen and recorded on the summary.
 type agentsmithyAdapter struct {
 	lastCall *asToolCall // the latest v1/v2 tool_call, for file_edit without diff
+	errored  bool        // a v1/v2 error was seen: only done may follow
 }
 
 type asToolCall struct {
@@ -29,6 +30,10 @@ func (a *agentsmithyAdapter) saw(t *Turn, v string) {
 
 func (a *agentsmithyAdapter) handle(t *Turn, p *payload) {
 	typ, typed := p.typeName()
+	if a.errored && typ != "done" && t.protocol != "v0" {
+		// v1/v2: "error is immediately followed by done and nothing else".
+		t.violate(ViolationOrder, "event between error and done (done must follow an error)", p.raw)
+	}
 	if !typed {
 		if p.has("type") {
 			t.fieldViolation("agentsmithy payload", &fieldErr{key: "type", want: "string"})
@@ -79,6 +84,7 @@ func (a *agentsmithyAdapter) handle(t *Turn, p *payload) {
 		}
 		// v1/v2: error is terminal for the turn, and done follows it.
 		t.out(Event{Type: KindError, Error: &ErrorInfo{Code: "upstream", Message: msg}, Raw: t.rawEvent()})
+		a.errored = true
 	case "done":
 		a.saw(t, "v1")
 		a.done(t)

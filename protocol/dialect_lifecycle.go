@@ -156,4 +156,13 @@ func (a *lifecycleAdapter) toolComplete(t *Turn, p *payload) {
 	}
 }
 
-func (a *lifecycleAdapter) finish(*Turn, error) (Outcome, string) { return "", "" }
+// finish: an error inside a message must be followed by message_end; a
+// body that ends cleanly without it still ends the turn in error.
+func (a *lifecycleAdapter) finish(t *Turn, cause error) (Outcome, string) {
+	if a.started && t.errSeen && cause == nil {
+		t.index = -1
+		t.violate(ViolationOrder, "error was not followed by message_end", "")
+		return OutcomeError, "upstream error (no message_end followed)"
+	}
+	return "", ""
+}

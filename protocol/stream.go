@@ -109,8 +109,9 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 			w.shorten(terminalGrace)
 		}
 	}
-	if cause == nil && ctx.Err() != nil {
-		cause = context.Cause(ctx)
+	if ctx.Err() != nil {
+		// Whatever the read failed with, the cancel is why it stopped.
+		cause = &cancelError{err: ctx.Err(), cause: context.Cause(ctx)}
 	}
 	return t.Finish(cause, emit)
 }

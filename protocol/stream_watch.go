@@ -96,7 +96,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 				w.timer.Reset(w.idle)
 			}
 		case <-w.ctx.Done():
-			w.err = context.Cause(w.ctx)
+			w.err = w.ctx.Err()
 		case <-timeout:
 			w.err = ErrIdleTimeout
 		}

@@ -25,6 +25,19 @@ const (
 // byte for StreamOptions.IdleTimeout. Finish maps it to OutcomeInterrupted.
 var ErrIdleTimeout = errors.New("upstream sent nothing for too long (idle timeout)")
 
+// cancelError is a cancelled context together with its cause (the cause
+// given to context.WithCancelCause, if any), for the turnEnd reason.
+type cancelError struct{ err, cause error }
+
+func (e *cancelError) Error() string {
+	if e.cause != nil && e.cause != e.err {
+		return "cancelled: " + e.cause.Error()
+	}
+	return "cancelled"
+}
+
+func (e *cancelError) Unwrap() []error { return []error{e.err, e.cause} }
+
 // maxDetect is how many payloads auto-detection holds back at most before
 // it settles on the default dialect.
 const maxDetect = 16
@@ -191,6 +204,10 @@ func (t *Turn) endWithoutTerminal(cause error) (Outcome, string) {
 	case cause == nil:
 		return OutcomeInterrupted, "the stream ended without a terminal event"
 	case errors.Is(cause, context.Canceled), errors.Is(cause, context.DeadlineExceeded):
+		var ce *cancelError
+		if errors.As(cause, &ce) {
+			return OutcomeCancelled, ce.Error()
+		}
 		return OutcomeCancelled, "cancelled"
 	case errors.Is(cause, ErrIdleTimeout):
 		return OutcomeInterrupted, cause.Error()

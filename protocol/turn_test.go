@@ -26,15 +26,20 @@ func record(evs *[]Event) func(Event) {
 func TestReadTurnCancel(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		io.WriteString(pw, v2(`"type": "chat", "content": "partial"}`))
-		cancel() // the stream stays open; only the cancel ends the turn
-	}()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go io.WriteString(pw, v2(`"type": "chat", "content": "partial"}`)) // the stream then stays open
 	var evs []Event
-	sum := ReadTurn(ctx, pr, StreamOptions{TurnID: "t1"}, record(&evs))
+	sum := ReadTurn(ctx, pr, StreamOptions{TurnID: "t1"}, func(e Event) {
+		evs = append(evs, e)
+		if e.Type == KindText {
+			cancel(errors.New("user pressed stop")) // only the cancel can end the turn now
+		}
+	})
 	if sum.Outcome != OutcomeCancelled || sum.Text != "partial" {
 		t.Fatalf("outcome %s, text %q; want cancelled with the partial text", sum.Outcome, sum.Text)
+	}
+	if r := evs[len(evs)-1].TurnEnd.Reason; r != "cancelled: user pressed stop" {
+		t.Errorf("reason %q, want the cancel cause", r)
 	}
 	checkTurnInvariants(t, evs)
 }
