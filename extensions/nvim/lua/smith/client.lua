@@ -37,9 +37,10 @@ local function start(cfg)
   return vim.lsp.start_client(cfg)
 end
 
--- root -> session; client_id -> session.
+-- root -> session; client_id -> session; start directory -> root.
 local sessions = {}
 local by_client = {}
+local root_cache = {}
 
 -- Notification handlers, set by init.lua (event, changeUpdated, fileChanged).
 M.on_notification = {}
@@ -62,10 +63,17 @@ function M.root_for(bufnr)
   if name ~= '' and vim.bo[bufnr].buftype == '' and not name:match('^%a[%w+.-]*://') then
     start = vim.fn.fnamemodify(name, ':p:h')
   end
+  -- The status line asks on every redraw: remember the roots found by a
+  -- marker (markers seldom go away; a miss is looked up again).
+  local key = start .. '\0' .. table.concat(config.options.root_markers, '\0')
+  if root_cache[key] then
+    return root_cache[key]
+  end
   local dir = util.normalize(start)
   while dir do
     for _, marker in ipairs(config.options.root_markers) do
       if uv.fs_stat(dir .. '/' .. marker) then
+        root_cache[key] = dir
         return dir
       end
     end
@@ -107,6 +115,11 @@ function M.sessions()
     table.insert(list, s)
   end
   return list
+end
+
+--- Whether any daemon is running or starting.
+function M.any()
+  return next(sessions) ~= nil
 end
 
 --- The session of a root (no start).

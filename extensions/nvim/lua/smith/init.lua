@@ -110,6 +110,10 @@ local function finish_turn(session, turn, err, result)
       errmsg = util.errmsg(err)
       util.error('smith: the turn failed: %s', errmsg)
     end
+    -- smith/chat puts the ended turn, when there is one, in the error's data.
+    if type(err.data) == 'table' and type(err.data.dialogId) == 'string' and err.data.dialogId ~= '' then
+      session.dialog_id = err.data.dialogId
+    end
   else
     outcome = result and result.outcome or 'completed'
     if result and result.dialogId then
@@ -268,6 +272,9 @@ end
 --- { state = 'off'|'starting'|'idle'|'running'|'streaming'|'cancelling'|
 ---   'cancelled'|'error'|'interrupted', pending = n, dialog = id|nil }.
 function M.state(root)
+  if not client.any() then
+    return { state = 'off', pending = 0 }
+  end
   local s = client.get(root or client.root_for())
   if not s then
     return { state = 'off', pending = 0 }
