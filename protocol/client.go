@@ -316,7 +316,7 @@ func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event)
 			emit(ev)
 		}
 	}
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+	if ctx.Err() != nil { // whatever failed, the caller had given up first
 		sum.Outcome = OutcomeCancelled
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
 		return sum, err

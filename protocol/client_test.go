@@ -326,15 +326,21 @@ func TestChatCancelClosesRequest(t *testing.T) {
 }
 
 func TestChatCancelBeforeTheStream(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	srv, _ := sseServer(t, nil, "data: {\"type\": \"done\", \"done\": true}\n\n")
-	emit, evs := collect()
-	_, err := NewClient(ClientConfig{BaseURL: srv.URL}).Chat(ctx, ChatRequest{Message: "hi"}, emit)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	stop := errors.New("user pressed stop")
+	for _, cause := range []error{nil, stop} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		srv, _ := sseServer(t, nil, "data: {\"type\": \"done\", \"done\": true}\n\n")
+		emit, evs := collect()
+		sum, err := NewClient(ClientConfig{BaseURL: srv.URL}).Chat(ctx, ChatRequest{Message: "hi"}, emit)
+		if err == nil || (cause == nil && !errors.Is(err, context.Canceled)) || (cause != nil && !errors.Is(err, stop)) {
+			t.Fatalf("cause %v: err = %v", cause, err)
+		}
+		checkOneTurnEnd(t, *evs, OutcomeCancelled)
+		if sum.Outcome != OutcomeCancelled || len(sum.Errors) != 0 {
+			t.Errorf("cause %v: summary %+v", cause, sum)
+		}
 	}
-	checkOneTurnEnd(t, *evs, OutcomeCancelled)
 }
 
 func TestChatIdleTimeoutEndsInterrupted(t *testing.T) {
