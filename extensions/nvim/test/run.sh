@@ -29,6 +29,7 @@ if [ ! -x "$SMITH_BIN" ]; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/smith-nvim-test.XXXXXX")
+tmp=$(cd "$tmp" && pwd -P)
 pids=()
 cleanup() {
 	for pid in "${pids[@]}"; do
@@ -45,8 +46,8 @@ trap cleanup EXIT
 
 # Neovim, smith and the upstream keep their state in the scratch directory.
 export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_CACHE_HOME=$tmp/cache
-export HOME=$tmp/home
-mkdir -p "$HOME"
+export HOME=$tmp/home TMPDIR=$tmp/tmp
+mkdir -p "$HOME" "$TMPDIR"
 
 # start_upstream NAME WORKSPACE PROTOCOL [flags...]: starts `smith upstream`
 # and sets URL to the base URL it prints as its first stdout line.
@@ -100,9 +101,21 @@ if [ ! -s "$tmp/result" ]; then
 fi
 
 # Neovim stops smith serve on exit (shutdown and exit, then SIGTERM): none
-# may outlive it by more than a moment.
+# may outlive it by more than a moment. The plugin starts each daemon in its
+# workspace root, so ours are the smith processes whose working directory is
+# inside $tmp (found through /proc, which needs no procps).
+serve_pids() {
+	local d cwd
+	for d in /proc/[0-9]*; do
+		cwd=$(readlink "$d/cwd" 2>/dev/null) || continue
+		case $cwd in "$tmp"/*) ;; *) continue ;; esac
+		case $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) in
+		*" serve "*) echo "${d#/proc/}" ;;
+		esac
+	done
+}
 for _ in $(seq 50); do
-	leftover=$(pgrep -f -- "serve --upstream ($SMITH_TEST_URL|$SMITH_TEST_URL_STALL|$SMITH_TEST_URL_V2|http://127.0.0.1:9)\$" || true)
+	leftover=$(serve_pids)
 	[ -z "$leftover" ] && break
 	sleep 0.1
 done

@@ -385,6 +385,18 @@ test('rejecting a change leaves the buffer and the file as they were', function(
   press(pbuf, '<CR>')
   eq(api.nvim_get_current_buf(), buf, 'the buffer <CR> opened')
   eq(api.nvim_win_get_cursor(0)[1], 3, 'the line <CR> jumped to')
+  -- [c from the end reaches the last hunk; r rejects just that one.
+  local last = changes.preview_state(pbuf).located[2]
+  local pwin = find_win(pbuf)
+  api.nvim_win_set_cursor(pwin, { api.nvim_buf_line_count(pbuf), 0 })
+  press(pbuf, '[c')
+  eq(api.nvim_win_get_cursor(pwin)[1], last.lnum, 'cursor after [c')
+  press(pbuf, 'r')
+  wait_for('the last hunk to be rejected', function()
+    local _, c = change_status(s, id)
+    return c and c.hunks[2].status == 'rejected' and c.hunks[1].status == 'pending'
+  end)
+  eq(buf_text(buf), before, 'buffer after rejecting one hunk')
   press(pbuf, 'R')
   wait_for('the change to be rejected', function()
     return change_status(s, id) == 'rejected'
