@@ -217,6 +217,24 @@ func TestRESTEndpoints(t *testing.T) {
 				{CommitID: "c1", Message: "Initial"}, {CommitID: "c2", Message: "turn"},
 			}},
 		},
+		{
+			name:    "tool results",
+			call:    func(ctx context.Context, c *Client) (any, error) { return c.ToolResults(ctx, id) },
+			answer:  `[{"tool_call_id": "call_1", "tool_name": "read_file", "timestamp": "2025-12-29T11:20:15Z", "size_bytes": 120, "summary": "main.go", "error": null}]`,
+			want:    seenRequest{Method: "GET", Path: "/api/dialogs/" + id + "/tool-results"},
+			wantOut: []ToolResultInfo{{ToolCallID: "call_1", ToolName: "read_file", Timestamp: "2025-12-29T11:20:15Z", SizeBytes: 120, Summary: ptr("main.go")}},
+		},
+		{
+			name:   "one tool result",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.ToolResult(ctx, id, "call_1") },
+			answer: `{"tool_call_id": "call_1", "tool_name": "read_file", "args": {"path": "main.go"}, "result": {"content": "x"}, "timestamp": "t", "metadata": {"size_bytes": 12, "summary": "main.go"}}`,
+			want:   seenRequest{Method: "GET", Path: "/api/dialogs/" + id + "/tool-results/call_1"},
+			wantOut: func() *StoredToolResult {
+				r := &StoredToolResult{ToolCallID: "call_1", ToolName: "read_file", Args: json.RawMessage(`{"path": "main.go"}`), Result: json.RawMessage(`{"content": "x"}`), Timestamp: "t"}
+				r.Metadata.SizeBytes, r.Metadata.Summary = 12, "main.go"
+				return r
+			}(),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
