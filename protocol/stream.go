@@ -80,24 +80,19 @@ type ChangeSummary struct {
 // most terminalGrace of silence), so that events the upstream sends after
 // it are reported as violations before the turnEnd.
 //
-// ReadTurn does not close body. When ctx can be cancelled or an idle
-// timeout is set, a goroutine reads body; if ReadTurn returns while that
-// goroutine is blocked in Read (cancel, idle timeout), it exits when the
-// caller closes body — closing an http.Response body unblocks it.
+// ReadTurn does not close body. A goroutine reads body; if ReadTurn
+// returns while that goroutine is blocked in Read (cancel, idle timeout),
+// it exits when the caller closes body — closing an http.Response body
+// unblocks it.
 func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func(Event)) *Summary {
 	t := NewTurn(opts)
 	idle := opts.IdleTimeout
 	if idle == 0 {
 		idle = DefaultIdleTimeout
 	}
-	r := body
-	var w *watchedReader
-	if ctx.Done() != nil || idle > 0 {
-		w = watch(ctx, body, idle)
-		defer w.close()
-		r = w
-	}
-	sr := NewSSEReader(r, opts.MaxEventSize)
+	w := watch(ctx, body, idle)
+	defer w.close()
+	sr := NewSSEReader(w, opts.MaxEventSize)
 	var cause error
 	for ev, err := range sr.All() {
 		if err != nil {
@@ -105,7 +100,7 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 			break
 		}
 		t.Feed(ev, emit)
-		if t.Done() && w != nil {
+		if t.Done() {
 			w.shorten(terminalGrace)
 		}
 	}
