@@ -41,8 +41,17 @@ func (d *documents) get(path string) (document, bool) {
 	return *doc, true
 }
 
-// Document implements daemon.Editor.
+// Document implements daemon.Editor. A client that cannot take versioned
+// workspace edits has no buffers as far as the engine is concerned: its
+// changes are planned against the disk and written there, and the editor
+// is told to reload (smith/fileChanged).
 func (c *client) Document(path string) (text []byte, version int32, open bool) {
+	c.mu.Lock()
+	editable := c.caps.applyEdit && c.caps.documentChanges
+	c.mu.Unlock()
+	if !editable {
+		return nil, 0, false
+	}
 	doc, ok := c.docs.get(path)
 	if !ok {
 		return nil, 0, false
