@@ -514,6 +514,26 @@ test(':SmithDialogs creates, renames and deletes dialogs', function()
   end
 end)
 
+test(':SmithStop stops the daemon; the next turn starts one and keeps the chat buffer', function()
+  vim.cmd('silent only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  local s = session_of(WS)
+  local chat_buf = s.chat_buf
+  local before = buf_text(chat_buf)
+  vim.cmd('SmithStop')
+  wait_for('the daemon to stop', function()
+    return client.get(WS) == nil
+  end)
+  eq(smith.status(WS), '', 'status with no daemon')
+  local result = turn('Smith hello')
+  eq(result.outcome, 'completed', 'outcome')
+  local s2 = session_of(WS)
+  truthy(s2 ~= s, 'the old session was reused')
+  eq(s2.chat_buf, chat_buf, 'chat buffer of the new daemon')
+  truthy(vim.startswith(buf_text(chat_buf), before:sub(1, -2)), 'the earlier turns are still in the chat buffer')
+end)
+
 test(':SmithCancel ends a running turn', function()
   -- This workspace's upstream stalls for 30 s after the first event.
   write_file(WS_STALL .. '/slow.go', calc_source('total'))

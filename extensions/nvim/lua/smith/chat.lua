@@ -40,20 +40,25 @@ function M.buffer(session)
   if buf and api.nvim_buf_is_valid(buf) then
     return buf
   end
-  buf = api.nvim_create_buf(false, true)
-  local name = 'smith://chat' .. session.root
-  -- A stale buffer of the same name (wiped session) would make the rename fail.
-  local old = vim.fn.bufnr('^' .. vim.fn.escape(name, '\\/.*$^~[]') .. '$')
-  if old ~= -1 and old ~= buf then
-    pcall(api.nvim_buf_delete, old, { force = true })
+  -- A daemon started again for the same root (after :SmithStop or a crash)
+  -- continues in the chat buffer of the previous one.
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    local ok, root = pcall(api.nvim_buf_get_var, b, 'smith_chat_root')
+    if ok and root == session.root then
+      session.chat_buf = b
+      session.chat_state = { block = nil }
+      return b
+    end
   end
-  pcall(api.nvim_buf_set_name, buf, name)
+  buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, 'smith://chat' .. session.root)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = 'markdown'
   vim.bo[buf].modifiable = false
   api.nvim_buf_set_var(buf, 'smith_root', session.root)
+  api.nvim_buf_set_var(buf, 'smith_chat_root', session.root)
   session.chat_buf = buf
   session.chat_state = { block = nil }
   local keys = config.options.keymaps.chat or {}
