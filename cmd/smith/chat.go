@@ -93,6 +93,7 @@ type chatSession struct {
 	input  lineInput
 	dialog string
 	width  int
+	root   string
 }
 
 func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Settings, args []string) error {
@@ -107,7 +108,7 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer eng.Close()
-	cs := &chatSession{s: s, o: o, eng: eng, peer: eng.Attach(nil), dialog: o.dialog, width: termWidth(s)}
+	cs := &chatSession{s: s, o: o, eng: eng, peer: eng.Attach(nil), dialog: o.dialog, width: termWidth(s), root: set.Workspace}
 	defer eng.Detach(cs.peer)
 	cs.input = newLineInput(s)
 	if o.newDialog {
@@ -164,7 +165,7 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 		enc := json.NewEncoder(s.Out)
 		emit = func(ev protocol.Event) { _ = enc.Encode(ev) }
 	} else {
-		r := &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, sameTerm: s.OutTTY && s.ErrTTY}
+		r := &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, root: cs.root, sameTerm: s.OutTTY && s.ErrTTY}
 		if s.ErrTTY {
 			spin = startSpinner(s.Err, &mu, func() bool { return r.col == 0 || !s.OutTTY })
 			r.beforeStatus = spin.clear

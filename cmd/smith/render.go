@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/smith-dev/smith/protocol"
@@ -34,6 +35,8 @@ type turnRenderer struct {
 	color, errCol bool
 	hideReasoning bool
 	width         int
+	// root is the workspace; paths under it are shown relative.
+	root string
 	// sameTerm is set when out and errw are the same terminal: a status
 	// line then starts on a fresh line.
 	sameTerm bool
@@ -72,7 +75,7 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 		if c.AppliedUpstream {
 			what = "wrote"
 		}
-		r.status(style(r.errCol, ansiCyan, "✎ ") + fmt.Sprintf("the agent %s a change: %s %s", what, c.Kind, c.Path))
+		r.status(style(r.errCol, ansiCyan, "✎ ") + fmt.Sprintf("the agent %s a change: %s %s", what, c.Kind, r.relPath(c.Path)))
 	case protocol.KindError:
 		r.status(style(r.errCol, ansiRed, "error: ") + errorLine(ev.Error))
 	case protocol.KindViolation:
@@ -81,6 +84,17 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 		r.endLine()
 		r.printCitations()
 	}
+}
+
+// relPath shows p relative to the workspace when it lies inside it.
+func (r *turnRenderer) relPath(p string) string {
+	if r.root == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(r.root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return rel
+	}
+	return p
 }
 
 func errorLine(e *protocol.ErrorInfo) string {
@@ -221,4 +235,66 @@ func colorDiff(on bool, diff string) string {
 		}
 	}
 	return b.String()
+}
+
+// invertDiff turns a unified diff around (old ↔ new), keeping removed lines
+// before added ones in each block. The engine previews a change that is
+// already written as the diff that would revert it; the review shows the
+// change itself.
+func invertDiff(diff string) string {
+	lines := strings.SplitAfter(diff, "\n")
+	var out []string
+	var minus, plus []string // the inverted block being collected
+	last := &plus            // where a "\ No newline" marker attaches
+	flush := func() {
+		out = append(out, minus...)
+		out = append(out, plus...)
+		minus, plus = nil, nil
+	}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
+			flush()
+			oldName, newName := strings.TrimPrefix(l, "--- "), strings.TrimPrefix(lines[i+1], "+++ ")
+			// keep the a/ and b/ prefixes where they are: only the files swap
+			out = append(out, "--- "+withPrefix("a/", unprefix("b/", newName)), "+++ "+withPrefix("b/", unprefix("a/", oldName)))
+			i++
+		case strings.HasPrefix(l, "@@"):
+			flush()
+			out = append(out, invertHunkHeader(l))
+		case strings.HasPrefix(l, "-"):
+			plus = append(plus, "+"+l[1:])
+			last = &plus
+		case strings.HasPrefix(l, "+"):
+			minus = append(minus, "-"+l[1:])
+			last = &minus
+		case strings.HasPrefix(l, `\`):
+			*last = append(*last, l)
+		default:
+			flush()
+			out = append(out, l)
+		}
+	}
+	flush()
+	return strings.Join(out, "")
+}
+
+func unprefix(p, name string) string { return strings.TrimPrefix(name, p) }
+
+func withPrefix(p, name string) string {
+	if strings.HasPrefix(name, "/dev/null") {
+		return name
+	}
+	return p + name
+}
+
+// invertHunkHeader swaps the ranges of "@@ -a,b +c,d @@ section".
+func invertHunkHeader(h string) string {
+	f := strings.SplitN(h, " ", 5)
+	if len(f) < 4 || !strings.HasPrefix(f[1], "-") || !strings.HasPrefix(f[2], "+") {
+		return h
+	}
+	f[1], f[2] = "-"+f[2][1:], "+"+f[1][1:]
+	return strings.Join(f, " ")
 }

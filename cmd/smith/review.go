@@ -81,7 +81,11 @@ func (cs *chatSession) printPreview(ctx context.Context, c daemon.Change, hunks 
 		fmt.Fprintf(cs.s.Err, "cannot preview %s: %v\n", c.ID, err)
 		return
 	}
-	fmt.Fprint(cs.s.Out, colorDiff(cs.s.ColorOut(), ensureNL(p.Diff)))
+	diff := p.Diff
+	if c.Status == daemon.StatusApplied || c.Status == daemon.StatusAppliedUpstream {
+		diff = invertDiff(diff)
+	}
+	fmt.Fprint(cs.s.Out, colorDiff(cs.s.ColorOut(), ensureNL(diff)))
 }
 
 func ensureNL(s string) string {
