@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/smith-dev/smith/protocol/upstream"
+)
+
+// ptyScreen collects everything the program writes to its terminal.
+type ptyScreen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *ptyScreen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *ptyScreen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits until the screen shows want n times in all.
+func (s *ptyScreen) waitFor(t *testing.T, want string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(s.String(), want) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal never showed %q (%d times); it shows:\n%s", want, n, s.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHunkPromptOnPTY drives `smith chat` on a real pseudo-terminal: the
+// proposal has two hunks; the user asks for help, views the change, applies
+// the first hunk and rejects the second, and the file holds exactly that.
+func TestHunkPromptOnPTY(t *testing.T) {
+	smith, err := exec.LookPath("smith") // the test binary, installed by testscript.Main
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	orig := "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
+	want := "package calc\n\n// subtotal adds xs up.\nfunc subtotal(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
+	if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0, PingInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(up.Handler())
+	defer hs.Close()
+	defer up.Close()
+
+	cmd := exec.Command(smith, "chat", "--upstream", hs.URL, "rename total to subtotal in calc.go")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	screen := &ptyScreen{}
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(screen, tty); close(copied) }()
+
+	const prompt = "Apply this hunk of calc.go [y,n,a,q,v,?]? "
+	screen.waitFor(t, prompt, 1)
+	io.WriteString(tty, "?\r")
+	screen.waitFor(t, "q - quit; leave this hunk", 1)
+	screen.waitFor(t, prompt, 2)
+	io.WriteString(tty, "v\r")
+	screen.waitFor(t, prompt, 3)
+	io.WriteString(tty, "y\r")
+	screen.waitFor(t, prompt, 4) // the second hunk
+	io.WriteString(tty, "n\r")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("smith chat: %v\n%s", err, screen.String())
+	}
+	<-copied
+	out := screen.String()
+	for _, w := range []string{"calc.go: 1 hunk applied", "calc.go: 1 hunk rejected", "undo with: smith undo c1", "\x1b[32m+func subtotal"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the terminal does not show %q:\n%s", w, out)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(ws, "calc.go"))
+	if string(got) != want {
+		t.Errorf("calc.go after y,n:\n%s\nwant:\n%s", got, want)
+	}
+}
