@@ -604,13 +604,15 @@ function M.main()
   local passed, failed = 0, 0
   for _, t in ipairs(tests) do
     if filter == '' or t.name:find(filter, 1, true) then
+      local t0 = vim.loop.hrtime()
       local ok, err = xpcall(t.fn, debug.traceback)
+      local took = string.format(' (%.1f s)', (vim.loop.hrtime() - t0) / 1e9)
       if ok then
         passed = passed + 1
-        out('ok - ' .. t.name)
+        out('ok - ' .. t.name .. took)
       else
         failed = failed + 1
-        out('not ok - ' .. t.name)
+        out('not ok - ' .. t.name .. took)
         out('  ' .. tostring(err):gsub('\n', '\n  '))
       end
       smith.hooks = {}
