@@ -108,15 +108,6 @@ local function resolve_cmd(root)
   return cmd
 end
 
---- All sessions, running or starting.
-function M.sessions()
-  local list = {}
-  for _, s in pairs(sessions) do
-    table.insert(list, s)
-  end
-  return list
-end
-
 --- Whether any daemon is running or starting.
 function M.any()
   return next(sessions) ~= nil
@@ -125,11 +116,6 @@ end
 --- The session of a root (no start).
 function M.get(root)
   return sessions[root]
-end
-
---- The session a client id belongs to.
-function M.by_client_id(id)
-  return by_client[id]
 end
 
 local function make_handlers()
