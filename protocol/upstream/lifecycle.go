@@ -206,15 +206,21 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, faults []Fa
 	msgID := uuid4()
 	sc := plan(s.ws, body.Message)
 	ops := lifecycleOps(sc, msgID)
+	release := func() {
+		s.mu.Lock()
+		sess.busy = false
+		s.mu.Unlock()
+	}
+	// The seed releases its lock in the same tick as message_end: a client
+	// that posts as soon as it reads message_end must not get a 409.
+	ops[len(ops)-1].action = func() error { release(); return nil }
 	ops = applyFaults(ops, faults, lcFraming, func(c string) []byte { return lcFraming.event(lcText{"text", msgID, c}) })
 	cut := hasFault(faults, "cut-mid-event")
 	s.streams.Add(1)
 	go func() {
 		defer s.streams.Done()
 		_ = play(sess.ctx, sess.sink, ops, s.opts.DeltaDelay)
-		s.mu.Lock()
-		sess.busy = false
-		s.mu.Unlock()
+		release()
 		if cut {
 			sess.cancel() // a stream cut mid-event cannot go on
 		}
