@@ -213,9 +213,6 @@ func planAndApply(root string, c *caseSpec) (string, error) {
 			}
 			if f.Conflict == nil {
 				fmt.Fprintf(&b, "  hunk %d: %s line %d offset %d fuzz %d", h.ID, h.Level, h.Line, h.Offset, h.Fuzz)
-				if len(h.Others) > 0 {
-					fmt.Fprintf(&b, " others %v", h.Others)
-				}
 				b.WriteString("\n")
 			}
 		}

@@ -58,7 +58,7 @@
 // rung, so a hunk that fits where it says claims its lines first:
 //
 //	exact       the old lines (context and '-') equal the file at the stated line
-//	offset      the same text elsewhere: the nearest match; two equally near conflict
+//	offset      the same text at exactly one other place in the file
 //	unique      the same text, for hunks without line numbers: must be unique
 //	whitespace  equal after folding blank runs and trailing blanks (diff -b),
 //	            at the stated line or unique in the file
@@ -69,8 +69,13 @@
 // A numbered hunk without trailing context must end the file, one at line
 // 1 without leading context must start it (git's anchoring, t4113); a hunk
 // whose old side ends in a no-newline marker must end the file. Strict
-// stops after the exact rungs. A hunk with no old lines at all is placed by
-// its line number only (a -U0 insertion), or into an empty file.
+// stops after the exact rungs. Away from the stated line every rung needs a
+// unique match: line numbers from agents are hints, and two places that
+// fit equally well are a conflict however near one of them is (git's
+// find_pos would take the nearer; a randomized drift test showed that
+// choice writing wrong results where uniqueness refuses). Fuzz must keep
+// at least 3 old lines. A hunk with no old lines at all (a -U0 insertion)
+// has nothing to verify its place and only goes into an empty file.
 //
 // # Line endings
 //

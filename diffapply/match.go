@@ -24,6 +24,10 @@ type step struct {
 	fuzz     int  // context lines that may be dropped at each end
 }
 
+// minFuzzBlock is the fewest old lines a hunk may keep after fuzz drops
+// context: a unique match of fewer lines is too weak to trust.
+const minFuzzBlock = 3
+
 var (
 	ladder       = []step{{}, {anywhere: true}, {anywhere: true, ws: true}, {anywhere: true, ws: true, fuzz: 1}, {anywhere: true, ws: true, fuzz: 2}}
 	strictLadder = ladder[:2]
@@ -110,8 +114,8 @@ func (m *matcher) try(j *job, st step) {
 	tf, tb := 0, 0
 	if st.fuzz > 0 {
 		tf, tb = min(st.fuzz, j.lead), min(st.fuzz, j.trail)
-		if tf == 0 && tb == 0 || tf+tb >= len(j.old) {
-			return // nothing to drop, or nothing would be left to match
+		if tf == 0 && tb == 0 || len(j.old)-tf-tb < minFuzzBlock {
+			return // nothing to drop, or too little would be left to match
 		}
 		if st.fuzz > 1 && tf < st.fuzz && tb < st.fuzz {
 			return // the same trim as the previous rung
@@ -141,20 +145,17 @@ func (m *matcher) try(j *job, st step) {
 		return
 	}
 	cands := m.candidates(block, st.ws, ok)
+	// Away from the stated line a match must be unique: two places that
+	// fit equally well are a conflict, however near one of them is (line
+	// numbers from agents are hints, not anchors). Candidates are listed
+	// nearest first.
 	sort.Slice(cands, func(a, b int) bool { return dist(cands[a], stated) < dist(cands[b], stated) })
-	// The exact rung takes the nearest of several matches, like git's
-	// find_pos, unless two are equally near; the looser rungs, and hunks
-	// without line numbers, need a unique match.
-	nearest := h.numbered && !st.ws && st.fuzz == 0 && len(cands) > 1 && dist(cands[0], stated) < dist(cands[1], stated)
 	switch {
-	case len(cands) == 1 || nearest:
+	case len(cands) == 1:
 		m.found(j, st, cands[0], tf, tb, len(block), stated)
-		if nearest {
-			j.pub.Others = lineNumbers(cands[1:], tf)
-		}
 	case len(cands) > 1:
 		j.pub.Conflict = &Conflict{
-			Reason:     fmt.Sprintf("ambiguous: matches %s in %d places%s", describeStep(st), len(cands), tieNote(h.numbered, st, cands, stated)),
+			Reason:     fmt.Sprintf("ambiguous: matches %s in %d places", describeStep(st), len(cands)),
 			NearLine:   cands[0] + 1 - tf,
 			Candidates: lineNumbers(cands, tf),
 		}
@@ -166,15 +167,13 @@ func (m *matcher) try(j *job, st step) {
 // can say where, so only a numbered hunk (or any hunk on an empty file)
 // is placed.
 func (m *matcher) tryInsert(j *job, stated int) {
-	n := m.l.len()
-	switch {
-	case n == 0:
-		stated = 0
-	case !j.h.numbered:
-		return
-	case stated < 0 || stated > n:
+	// Without a single old line nothing verifies the place: only an empty
+	// file is safe (git, too, refuses -U0 insertions without
+	// --unidiff-zero).
+	if m.l.len() != 0 {
 		return
 	}
+	stated = 0
 	for _, c := range m.claims {
 		if stated > c.start && stated < c.end {
 			return
@@ -323,7 +322,7 @@ func (m *matcher) nearest(j *job, strict bool) *Conflict {
 		c.Reason = "no exact match (--strict)"
 	}
 	if len(j.old) == 0 {
-		c.Reason = "the hunk has no context or removed lines to locate it by, and no line number"
+		c.Reason = "the hunk only adds lines and has no context to check where they go; regenerate the diff with context lines (diff -U3)"
 		return c
 	}
 	m.buildNorm()
@@ -455,11 +454,4 @@ func (m *matcher) alreadyApplied(j *job) (int, bool) {
 		return 0, false
 	}
 	return c[0], true
-}
-
-func tieNote(numbered bool, st step, cands []int, stated int) string {
-	if numbered && !st.ws && st.fuzz == 0 {
-		return fmt.Sprintf(", two of them %d lines from the stated line", dist(cands[0], stated))
-	}
-	return ""
 }

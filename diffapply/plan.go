@@ -103,9 +103,6 @@ type Hunk struct {
 	Offset   int       `json:"offset"`
 	Fuzz     int       `json:"fuzz,omitempty"`
 	Conflict *Conflict `json:"conflict,omitempty"`
-	// Others lists the farther lines where an offset match also fits
-	// exactly; the nearest one was taken (flag it in a UI).
-	Others []int `json:"others,omitempty"`
 }
 
 // Conflict explains why a hunk (or file) cannot be applied safely.
@@ -151,9 +148,6 @@ func (h *Hunk) Where() string {
 		notes = append(notes, "whitespace-insensitive")
 	case LevelFuzz:
 		notes = append(notes, fmt.Sprintf("fuzz %d, whitespace-insensitive", h.Fuzz))
-	}
-	if len(h.Others) > 0 {
-		notes = append(notes, "nearest of "+fmt.Sprint(len(h.Others)+1)+" exact matches, also at line "+joinInts(h.Others, 3))
 	}
 	return fmt.Sprintf("at line %d (%s)", h.Line, strings.Join(notes, ", "))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,5 +251,44 @@ func TestMisparseWithoutRecount(t *testing.T) {
 	}
 	if got := bodyOf(fds[0].hunks[0]); got != " x\n--- old\n+++ new\n" {
 		t.Errorf("first hunk body %q", got)
+	}
+}
+
+// TestRandomRoundTrip: diffs of random file pairs (few distinct lines, so
+// lots of repetition, with and without final newlines), made by a real
+// differ, plan to the exact post-image, and reversed to the pre-image.
+func TestRandomRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"a", "b", "c", "", "  x", "\ty", "}"}
+	gen := func() string {
+		var b strings.Builder
+		n := r.IntN(30)
+		for i := 0; i < n; i++ {
+			b.WriteString(words[r.IntN(len(words))])
+			if i < n-1 || r.IntN(3) > 0 {
+				b.WriteString("\n")
+			}
+		}
+		return b.String()
+	}
+	root := t.TempDir()
+	for it := 0; it < 500; it++ {
+		before, after := gen(), gen()
+		if before == after {
+			continue
+		}
+		must(t, os.WriteFile(filepath.Join(root, "f"), []byte(before), 0o644))
+		d := udiff.Unified("a/f", "b/f", before, after)
+		p, err := Plan(root, []byte(d), Options{})
+		must(t, err)
+		if hs, _ := p.Conflicts(); len(hs) > 0 || string(p.Files[0].After) != after {
+			t.Fatalf("before %q\nafter %q\ngot %q\n%s", before, after, p.Files[0].After, d)
+		}
+		must(t, os.WriteFile(filepath.Join(root, "f"), []byte(after), 0o644))
+		rp, err := Plan(root, []byte(d), Options{Reverse: true})
+		must(t, err)
+		if hs, _ := rp.Conflicts(); len(hs) > 0 || string(rp.Files[0].After) != before {
+			t.Fatalf("reverse: before %q\nafter %q\ngot %q\n%s", before, after, rp.Files[0].After, d)
+		}
 	}
 }
