@@ -447,6 +447,40 @@ test('a change to a file that is not open is written on disk', function()
   eq(vim.fn.bufloaded(path), 0, 'the file was loaded into a buffer')
 end)
 
+test('deleting an open file closes its buffer; undo brings the file back', function()
+  local rel = 'doomed.go'
+  local path = WS .. '/' .. rel
+  write_file(path, calc_source('total'))
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  local result = turn('Smith delete ' .. rel)
+  eq(#result.changes, 1, 'proposed changes')
+  local id = result.changes[1]
+  local _, c = change_status(s, id)
+  eq(c.kind, 'delete', 'change kind')
+  local pbuf
+  smith.preview(id, WS, function(b)
+    pbuf = b
+  end)
+  wait_for('the preview of the deletion', function()
+    return pbuf ~= nil
+  end)
+  press(pbuf, 'A')
+  wait_for('the file and its buffer to be gone', function()
+    return read_file(path) == nil and not api.nvim_buf_is_valid(buf)
+  end)
+  local done
+  smith.undo(id, WS, function(err)
+    done = { err = err }
+  end)
+  wait_for('the undo answer', function()
+    return done ~= nil
+  end)
+  truthy(not done.err, 'undo failed: ' .. vim.inspect(done.err))
+  eq(read_file(path), calc_source('total'), 'the file after undo')
+end)
+
 test(':SmithDialogs creates, renames and deletes dialogs', function()
   local s = session_of(WS)
   local first = s.dialog_id

@@ -144,9 +144,10 @@ local function make_handlers()
       local edit = params and params.edit or {}
       local uris = {}
       for _, dc in ipairs(edit.documentChanges or {}) do
-        local uri = dc.textDocument and dc.textDocument.uri or dc.uri or dc.newUri
-        if uri then
-          table.insert(uris, uri)
+        -- Text edits only: a created file gets its text as a text edit too,
+        -- and a deleted one has no buffer left to write.
+        if dc.textDocument and dc.textDocument.uri then
+          table.insert(uris, dc.textDocument.uri)
         end
       end
       for uri in pairs(edit.changes or {}) do
