@@ -98,9 +98,12 @@ function M.write_buf(buf)
   if not vim.api.nvim_buf_is_loaded(buf) or not vim.bo[buf].modified then
     return
   end
-  vim.api.nvim_buf_call(buf, function()
-    vim.cmd('silent! lockmarks write!')
+  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd('silent lockmarks write!')
   end)
+  if not ok then
+    M.warn('smith: could not write %s after smith edited it: %s', vim.api.nvim_buf_get_name(buf), err)
+  end
 end
 
 --- Re-reads a buffer whose file smith wrote on disk. An unmodified buffer
@@ -114,9 +117,12 @@ function M.reload_buf(buf, path)
     M.warn('smith: %s changed on disk but the buffer has unsaved changes; :e! reloads it', path)
     return
   end
-  vim.api.nvim_buf_call(buf, function()
-    vim.cmd('silent! edit')
+  local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
+    vim.cmd('silent edit')
   end)
+  if not ok then
+    M.warn('smith: could not reload %s: %s', path, err)
+  end
 end
 
 return M
