@@ -29,7 +29,7 @@ import (
 // config holds the command line.
 type config struct {
 	repo, rev, name string
-	n               int
+	n, repeat       int
 	seed            uint64
 	smith           string
 	tools, sets     []string
@@ -55,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.name, "name", "", "public name of the repository for the report, e.g. github.com/owner/repo (default: its directory name)")
 	fs.IntVar(&c.n, "n", 300, "number of commits")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the commit sample and of the damage")
+	fs.IntVar(&c.repeat, "repeat", 3, "runs of each tool per case; the time reported is the fastest")
 	fs.StringVar(&c.smith, "smith", "", "path of the smith binary (needed by -tools smith)")
 	fs.StringVar(&tools, "tools", "smith,git,patch", "tools to compare, in table order: smith, git, patch")
 	fs.StringVar(&sets, "sets", "real,damaged", "case sets to run: real, damaged")
@@ -201,9 +202,12 @@ func run(ctx context.Context, c *config, log *slog.Logger) error {
 	start := time.Now()
 	for i, bc := range cases {
 		for _, t := range tools {
-			res, err := ws.run(ctx, t, bc.patch, bc.before, bc.after)
+			res, err := ws.runRepeated(ctx, t, bc.patch, bc.before, bc.after, c.repeat)
 			if err != nil {
 				return fmt.Errorf("case %s %s: %w", bc.Set, bc.Commit, err)
+			}
+			if res.Unstable {
+				log.Warn("outcome changed between repeats", "set", bc.Set, "commit", bc.Commit, "tool", t.name)
 			}
 			bc.Results = append(bc.Results, res)
 		}
