@@ -284,11 +284,12 @@ func TestWatcherRevalidatesPendingChanges(t *testing.T) {
 		now, _ := f.e.Change(c.ID)
 		return now.Status == StatusConflict && now.Reason != ""
 	})
-	if !slices.ContainsFunc(ed.notifications(), func(n Notification) bool {
-		return n.Kind == NoteChangeUpdated && n.Change != nil && n.Change.ID == c.ID && n.Change.Status == StatusConflict
-	}) {
-		t.Fatal("no changeUpdated notification announced the conflict")
-	}
+	// The notification follows the status change.
+	waitFor(t, "changeUpdated announcing the conflict", func() bool {
+		return slices.ContainsFunc(ed.notifications(), func(n Notification) bool {
+			return n.Kind == NoteChangeUpdated && n.Change != nil && n.Change.ID == c.ID && n.Change.Status == StatusConflict
+		})
+	})
 	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); !errors.Is(err, ErrConflict) {
 		t.Fatalf("apply of a conflicting change: %v", err)
 	}
