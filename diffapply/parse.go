@@ -284,7 +284,11 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 		body = bytes.TrimSuffix(body, []byte("\n"))
 	}
 	if len(body) > 0 {
-		for _, l := range strings.Split(string(body), "\n") {
+		text := string(body)
+		h.lines = make([]hunkLine, 0, h.oldCount+h.newCount)
+		for text != "" {
+			l, rest, _ := strings.Cut(text, "\n")
+			text = rest
 			l = strings.TrimSuffix(l, "\r")
 			if l == "" {
 				l = " " // GNU diff's empty context line

@@ -577,7 +577,7 @@ func (f *File) render(ids []int) []byte {
 	wantFinal := 0 // 0 untouched, 1 newline, -1 none
 	for _, j := range ps {
 		for ; pos < j.place.at; pos++ {
-			emit(l.text[pos], l.eol[pos])
+			emit(l.text[pos], l.eol[pos].String())
 		}
 		ops := j.h.lines
 		// Drop the context lines fuzz left out.
@@ -587,7 +587,7 @@ func (f *File) render(ids []int) []byte {
 		for _, op := range ops {
 			switch op.op {
 			case ' ':
-				emit(l.text[oi], l.eol[oi])
+				emit(l.text[oi], l.eol[oi].String())
 				oi++
 			case '-':
 				oi++
@@ -610,7 +610,7 @@ func (f *File) render(ids []int) []byte {
 		}
 	}
 	for ; pos < l.len(); pos++ {
-		emit(l.text[pos], l.eol[pos])
+		emit(l.text[pos], l.eol[pos].String())
 	}
 	s := out.String()
 	switch {

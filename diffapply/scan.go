@@ -239,7 +239,6 @@ func scanHunk(ls []string, i int) (*rawHunk, int) {
 		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
 			break // prose after the hunk
 		}
-		h.body = append(h.body, ls[j])
 		switch {
 		case l == "":
 			oldAll, newAll = oldAll+1, newAll+1
@@ -251,6 +250,9 @@ func scanHunk(ls []string, i int) (*rawHunk, int) {
 			newAll, newNE = newAll+1, newNE+1
 		}
 	}
+	// The body shares the scanned lines; later repairs reslice or rewrite
+	// lines in place, which no one else reads.
+	h.body = ls[i+1 : j : j]
 	return h, j
 }
 

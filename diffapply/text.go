@@ -11,23 +11,37 @@ import (
 // explicit (the last line's eol is "" when the file does not end in one).
 type lines struct {
 	text []string // without terminator
-	eol  []string // "\n", "\r\n", or "" (last line only)
+	eol  []eol
 }
+
+// eol is a line's terminator; a byte, not a string, so that the garbage
+// collector has one pointer less to scan per line.
+type eol uint8
+
+const (
+	eolNone eol = iota // the last line of a file without a final newline
+	eolLF
+	eolCRLF
+)
+
+var eolText = [...]string{eolNone: "", eolLF: "\n", eolCRLF: "\r\n"}
+
+func (e eol) String() string { return eolText[e] }
 
 func splitLines(b []byte) lines {
 	s := string(b)
 	n := strings.Count(s, "\n") + 1
-	l := lines{text: make([]string, 0, n), eol: make([]string, 0, n)}
+	l := lines{text: make([]string, 0, n), eol: make([]eol, 0, n)}
 	for s != "" {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {
 			l.text = append(l.text, s)
-			l.eol = append(l.eol, "")
+			l.eol = append(l.eol, eolNone)
 			break
 		}
-		t, e := s[:i], "\n"
+		t, e := s[:i], eolLF
 		if strings.HasSuffix(t, "\r") {
-			t, e = t[:len(t)-1], "\r\n"
+			t, e = t[:len(t)-1], eolCRLF
 		}
 		l.text = append(l.text, t)
 		l.eol = append(l.eol, e)
@@ -44,9 +58,9 @@ func (l lines) convention(crlfDiff bool) string {
 	var crlf, lf int
 	for _, e := range l.eol {
 		switch e {
-		case "\r\n":
+		case eolCRLF:
 			crlf++
-		case "\n":
+		case eolLF:
 			lf++
 		}
 	}
@@ -59,7 +73,7 @@ func (l lines) convention(crlfDiff bool) string {
 // noFinalNewline reports whether the file is non-empty and its last line
 // has no terminator.
 func (l lines) noFinalNewline() bool {
-	return len(l.eol) > 0 && l.eol[len(l.eol)-1] == ""
+	return len(l.eol) > 0 && l.eol[len(l.eol)-1] == eolNone
 }
 
 // normWS folds whitespace the way `diff -b` does: every run of blanks
