@@ -624,6 +624,11 @@ test('an unreachable upstream ends the turn with an error in the chat and the st
   local text = buf_text(s.chat_buf)
   contains(text, '_— error', 'the chat buffer closes the turn with the error')
   contains(text, '127.0.0.1:9', 'the error names the upstream')
+  -- :checkhealth says so too.
+  vim.cmd('checkhealth smith')
+  local report = buf_text(api.nvim_get_current_buf())
+  contains(report, 'upstream ' .. URL_DOWN .. ' does not answer', 'health report')
+  vim.cmd('bwipeout!')
   vim.cmd('cd ' .. vim.fn.fnameescape(WS))
 end)
 
