@@ -141,9 +141,7 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(s.shutdown, cancel)
 	defer stop()
 	sess := &lcSession{id: uuid4(), sink: newSink(w), ctx: ctx, cancel: cancel}
-	if sess.sink.write(lcFraming.event(lcSessionStart{"session_start", sess.id})) != nil {
-		return
-	}
+	// Registered before session_start goes out: a client may post at once.
 	s.mu.Lock()
 	s.sessions[sess.id] = sess
 	s.mu.Unlock()
@@ -152,6 +150,9 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 		delete(s.sessions, sess.id)
 		s.mu.Unlock()
 	}()
+	if sess.sink.write(lcFraming.event(lcSessionStart{"session_start", sess.id})) != nil {
+		return
+	}
 	defer sess.sink.pinger(s.pingInterval(DefaultLifecyclePingInterval), func() []byte { return lcFraming.comment("keepalive") })()
 	<-ctx.Done()
 }
