@@ -290,7 +290,7 @@ func (e *Engine) Changes(f ChangeFilter) []Change {
 	defer e.mu.Unlock()
 	out := []Change{}
 	for _, c := range e.st.Changes {
-		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) {
+		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) && (f.TurnID == "" || c.TurnID == f.TurnID) {
 			v := c.Change
 			v.Hunks = slices.Clone(c.Hunks)
 			out = append(out, v)

@@ -269,6 +269,7 @@ type Dialog struct {
 type ChangeFilter struct {
 	DialogID string
 	Status   string
+	TurnID   string // addition: the changes of one turn
 }
 
 // Status describes the engine for `smith status` and smith/status.

@@ -576,7 +576,14 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 	// text, the change is re-validated again on the next try.
 	f.e.Revalidate(f.path("c.go"))
 
-	got, err := f.e.ApplyChanges(context.Background(), p, res.Changes)
+	var ids []string
+	for _, c := range f.e.Changes(ChangeFilter{TurnID: res.TurnID, Status: StatusPending}) {
+		ids = append(ids, c.ID)
+	}
+	if !slices.Equal(ids, res.Changes) {
+		t.Fatalf("pending changes of turn %s: %v, want %v", res.TurnID, ids, res.Changes)
+	}
+	got, err := f.e.ApplyChanges(context.Background(), p, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
