@@ -632,14 +632,50 @@ test('an unreachable upstream ends the turn with an error in the chat and the st
   vim.cmd('cd ' .. vim.fn.fnameescape(WS))
 end)
 
-function M.main()
-  local filter = env.SMITH_TEST_FILTER or ''
+local function setup()
   smith.setup({
     cmd = function(root)
       local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2, [WS_DOWN] = URL_DOWN })[root] or URL
       return { BIN, 'serve', '--upstream', url }
     end,
   })
+end
+
+test('a missing smith binary is reported with what to do', function()
+  local notified = {}
+  local orig = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notified, { msg = msg, level = level })
+  end
+  local ok, err = pcall(function()
+    smith.setup({ cmd = { '/nonexistent/smith', 'serve' } })
+    vim.cmd('silent only')
+    vim.cmd('enew')
+    vim.cmd('cd ' .. vim.fn.fnameescape(WS_DOWN))
+    if client.get(WS_DOWN) then
+      client.get(WS_DOWN):stop()
+    end
+    wait_for('the daemon to stop', function()
+      return client.get(WS_DOWN) == nil
+    end)
+    vim.cmd('Smith hello')
+  end)
+  vim.notify = orig
+  setup()
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  if not ok then
+    error(err, 0)
+  end
+  eq(#notified, 1, 'messages')
+  eq(notified[1].level, vim.log.levels.ERROR, 'message level')
+  contains(notified[1].msg, "'/nonexistent/smith' is not an executable", 'message')
+  contains(notified[1].msg, 'setup{cmd', 'message says how to fix it')
+  eq(client.get(WS_DOWN), nil, 'a session without a daemon')
+end)
+
+function M.main()
+  local filter = env.SMITH_TEST_FILTER or ''
+  setup()
   local passed, failed = 0, 0
   for _, t in ipairs(tests) do
     if filter == '' or t.name:find(filter, 1, true) then

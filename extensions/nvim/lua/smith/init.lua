@@ -77,8 +77,10 @@ client.on_notification.fileChanged = function(session, params)
   call_hook('fileChanged', session, params)
 end
 
--- The editor context of a turn: the current file and the selected range.
-local function context_of(buf, range)
+-- The editor context of a turn: the current file and the selected lines.
+-- Positions are in the negotiated encoding (UTF-16 unless smith chose
+-- UTF-8), so the end column of the last line is counted in it.
+local function context_of(buf, range, encoding)
   if vim.bo[buf].buftype ~= '' then
     return nil
   end
@@ -91,7 +93,7 @@ local function context_of(buf, range)
     local last = api.nvim_buf_get_lines(buf, range[2] - 1, range[2], false)[1] or ''
     ctx.selection = {
       start = { line = range[1] - 1, character = 0 },
-      ['end'] = { line = range[2] - 1, character = #last },
+      ['end'] = { line = range[2] - 1, character = util.columns(last, encoding) },
     }
   end
   return ctx
@@ -150,7 +152,8 @@ function M.chat(message, opts)
     vim.notify('smith: a turn is already running in this workspace; :SmithCancel stops it', vim.log.levels.WARN)
     return nil
   end
-  local params = { message = message, dialogId = session.dialog_id, context = context_of(buf, opts.range) }
+  local encoding = session.client and session.client.offset_encoding or 'utf-16'
+  local params = { message = message, dialogId = session.dialog_id, context = context_of(buf, opts.range, encoding) }
   chat.open(session)
   chat.begin_turn(session, message)
   local turn = { events = 0, dialog_id = session.dialog_id, message = message }

@@ -71,6 +71,19 @@ function M.errmsg(err)
   return tostring(err)
 end
 
+--- The length of a line in an LSP position encoding.
+function M.columns(line, encoding)
+  if encoding == 'utf-8' then
+    return #line
+  end
+  if vim.fn.has('nvim-0.11') == 1 then
+    -- 0.11 takes the encoding and deprecates the two-result form.
+    return vim.str_utfindex(line, encoding)
+  end
+  local utf32, utf16 = vim.str_utfindex(line)
+  return encoding == 'utf-32' and utf32 or utf16
+end
+
 --- Redraws status lines and tells User autocmds that the state changed.
 function M.redraw_status()
   vim.schedule(function()
