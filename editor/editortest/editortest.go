@@ -65,6 +65,19 @@ type Editor struct {
 	// Encoding is the position encoding the editor uses ("utf-16" unless
 	// Initialize negotiated another).
 	Encoding string
+	// observe, when set, receives every notification on the read loop
+	// instead of the record (see Observe).
+	observe func(method string, params []byte)
+}
+
+// Observe sends every later notification to f, on the connection's read
+// loop and in order, instead of recording it: for benchmarks, which see
+// many notifications and need their arrival time. params is valid only
+// during the call. Set it before the traffic starts.
+func (e *Editor) Observe(f func(method string, params []byte)) {
+	e.mu.Lock()
+	e.observe = f
+	e.mu.Unlock()
 }
 
 // Build compiles ./cmd/smith of the module containing dir into outDir and
@@ -404,6 +417,13 @@ func (e *Editor) CloseStdin() error { return e.raw.closeWrite() }
 // is the order the server sent them; requests are released (Async) because
 // answering one sends notifications and may take a while.
 func (e *Editor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	e.mu.Lock()
+	observe := e.observe
+	e.mu.Unlock()
+	if observe != nil && !req.IsCall() {
+		observe(req.Method(), req.Params())
+		return nil, nil
+	}
 	params := json.RawMessage(bytes.Clone(req.Params()))
 	if req.IsCall() {
 		jsonrpc2.Async(ctx)

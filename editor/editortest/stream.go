@@ -2,7 +2,6 @@ package editortest
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -28,22 +27,23 @@ type recordingStream struct {
 
 func (s *recordingStream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 	frame, n, err := s.frames.ReadFrame(ctx)
-	if err == nil {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Error  json.RawMessage `json:"error"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(frame, &m) == nil && m.Method == "" {
-			var id string
-			if json.Unmarshal(m.ID, &id) == nil && strings.HasPrefix(id, rawIDPrefix) {
-				s.onResponse(id, frame)
-			} else if len(m.Error) > 0 {
-				s.onError(frame)
-			}
+	if err != nil {
+		return frame, n, err
+	}
+	// A zero-copy scan: notifications (most frames) cost next to nothing.
+	v, serr := jsonrpc2.ScanMessageView(frame)
+	if serr != nil {
+		return frame, n, nil // the connection reports it
+	}
+	switch v.Kind {
+	case jsonrpc2.MessageViewResponseResult, jsonrpc2.MessageViewResponseError:
+		if id, ok := v.ID.StringValue(); ok && strings.HasPrefix(id, rawIDPrefix) {
+			s.onResponse(id, frame)
+		} else if v.Kind == jsonrpc2.MessageViewResponseError {
+			s.onError(frame)
 		}
 	}
-	return frame, n, err
+	return frame, n, nil
 }
 
 func (s *recordingStream) WriteFrame(ctx context.Context, data []byte) (int64, error) {

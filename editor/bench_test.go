@@ -1,0 +1,188 @@
+package editor_test
+
+// Benchmarks of a real `smith serve` process: an upstream in this process
+// streams text deltas (textbook dialect: {"type":"delta","content":...})
+// over loopback SSE, smith turns them into smith/event notifications, and
+// the fake editor timestamps their arrival. Each delta carries the time it
+// was written, so the latency measured is what smith adds between the
+// upstream's write and the editor's read: HTTP/SSE on loopback, parsing,
+// dialect mapping, JSON-RPC encoding and the stdout pipe.
+//
+//	go test ./editor/ -run '^$' -bench Serve -benchtime 1x
+//
+// docs/benchmarks.md ("smith serve") reports the numbers.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/editor/editortest"
+)
+
+// streamPlan is what the bench upstream sends for one chat request.
+type streamPlan struct {
+	events int           // text deltas
+	every  time.Duration // pause between deltas; 0 sends flat out
+	batch  int           // deltas per flush when flat out
+}
+
+// benchUpstream serves POST /api/chat with plan's deltas, each stamped
+// with its write time in nanoseconds, then the terminal done event.
+func benchUpstream(b *testing.B, plan streamPlan) string {
+	h := http.NewServeMux()
+	h.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fl := w.(http.Flusher)
+		bw := bufio.NewWriterSize(w, 64<<10)
+		next := time.Now()
+		for i := 0; i < plan.events; i++ {
+			if plan.every > 0 {
+				next = next.Add(plan.every)
+				time.Sleep(time.Until(next))
+			}
+			fmt.Fprintf(bw, "data: {\"type\":\"delta\",\"content\":\"%d;lorem ipsum dolor sit amet \"}\n\n", time.Now().UnixNano())
+			if plan.every > 0 || (i+1)%plan.batch == 0 {
+				bw.Flush()
+				fl.Flush()
+			}
+		}
+		fmt.Fprint(bw, "data: {\"type\":\"done\",\"citations\":[]}\n\n")
+		bw.Flush()
+		fl.Flush()
+	})
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// latencies collects per-event delays observed by the editor.
+type latencies struct {
+	mu    sync.Mutex
+	d     []time.Duration
+	first time.Time
+	last  time.Time
+	ended chan struct{}
+}
+
+// observe runs on the fake editor's read loop: it only searches the
+// params for the stamp, so that the editor side stays cheaper than the
+// server it measures (the machine has two cores for everyone).
+func (l *latencies) observe(method string, params []byte) {
+	if method != editor.MethodEvent {
+		return
+	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := bytes.Index(params, []byte(`"text":"`)); i >= 0 {
+		rest := params[i+len(`"text":"`):]
+		if j := bytes.IndexByte(rest, ';'); j > 0 {
+			if ns, err := strconv.ParseInt(string(rest[:j]), 10, 64); err == nil {
+				l.d = append(l.d, now.Sub(time.Unix(0, ns)))
+				if l.first.IsZero() {
+					l.first = now
+				}
+				l.last = now
+			}
+		}
+		return
+	}
+	if bytes.Contains(params, []byte(`"type":"turnEnd"`)) {
+		close(l.ended)
+	}
+}
+
+func (l *latencies) quantile(q float64) time.Duration {
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// vmHWM reads the peak resident set of pid in kB from /proc.
+func vmHWM(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// runServeBench streams one turn of plan through a fresh smith serve and
+// reports latency quantiles, throughput and peak RSS.
+func runServeBench(b *testing.B, plan streamPlan) {
+	ws := b.TempDir()
+	up := benchUpstream(b, plan)
+	ed := editortest.Start(b, smithBin, "serve", "--log-level", "warn", "--upstream", up, "--dialect", "textbook", "--state-dir", b.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// No progress capability: only smith/event traffic is measured.
+	if _, err := ed.Initialize(ctx, ws, nil); err != nil {
+		b.Fatal(err)
+	}
+	var all []time.Duration
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		l := &latencies{ended: make(chan struct{})}
+		ed.Observe(l.observe)
+		start := time.Now()
+		var res struct {
+			Outcome string `json:"outcome"`
+		}
+		if err := ed.Call(ctx, editor.MethodChat, map[string]any{"message": "stream"}, &res); err != nil {
+			b.Fatal(err)
+		}
+		<-l.ended
+		if res.Outcome != "completed" || len(l.d) != plan.events {
+			b.Fatalf("outcome %s, %d of %d deltas", res.Outcome, len(l.d), plan.events)
+		}
+		elapsed += l.last.Sub(start)
+		all = append(all, l.d...)
+	}
+	l := &latencies{d: all}
+	b.ReportMetric(float64(l.quantile(0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(l.quantile(0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "events/s")
+	if kb, err := vmHWM(ed.Process().Process.Pid); err == nil {
+		b.ReportMetric(float64(kb)/1024, "VmHWM-MB")
+	}
+}
+
+// BenchmarkServePaced: 3 000 deltas at 1 000 events/s, each flushed on
+// its own, the rate of a fast real model.
+func BenchmarkServePaced(b *testing.B) {
+	runServeBench(b, streamPlan{events: 3000, every: time.Millisecond})
+}
+
+// BenchmarkServeFlatOut: 200 000 deltas (a 9 MB answer) as fast as the
+// upstream can write them (flushed every 256), for the sustained rate.
+func BenchmarkServeFlatOut(b *testing.B) {
+	runServeBench(b, streamPlan{events: 200000, batch: 256})
+}
+
+// BenchmarkServeFlatOutShort: the same with 20 000 deltas (a 0.9 MB
+// answer, a long real one), for memory: the peak of the long run is
+// dominated by copies of the whole answer, which grow with its length.
+func BenchmarkServeFlatOutShort(b *testing.B) {
+	runServeBench(b, streamPlan{events: 20000, batch: 256})
+}
