@@ -31,6 +31,7 @@ var Phrases = []Phrase{
 	{"delete FILE", "delete old/unused.go", "deletes FILE"},
 	{"show a table of the files", "show a table of the files", "lists files and line counts (lifecycle: a table_result event)"},
 	{"plot the file sizes", "plot the file sizes", "line counts as a plot (lifecycle: plot_result and thumbnail_update)"},
+	{"fail with TEXT", "fail with quota exceeded", "streams one sentence, then ends the turn with the dialect's error event carrying TEXT"},
 	{"... long task ...", "this is a long task: explain every file", "oracle: a system limit_warning before the answer"},
 }
 
@@ -45,6 +46,9 @@ type script struct {
 	Table     *tableData
 	Plot      bool
 	LongTask  bool
+	// Fail, when set, ends the turn with an upstream error of this text
+	// after the intro (the dialect's own error event).
+	Fail string
 }
 
 // Text is the whole assistant answer of the turn.
@@ -128,6 +132,7 @@ var (
 	reCreate     = regexp.MustCompile(`(?is)^\s*create\s+(?:a\s+)?(?:file\s+)?(\S+)\s+with\s+(.*)$`)
 	reDelete     = regexp.MustCompile(`(?i)^\s*(?:delete|remove)\s+(?:the\s+)?(?:file\s+)?(\S+?)[.!]?\s*$`)
 	reWord       = regexp.MustCompile(`[\pL_][\pL\pN_]{3,}`)
+	reFail       = regexp.MustCompile(`(?is)^\s*fail\s+with\s+(.+?)\s*$`)
 	reLongTask   = regexp.MustCompile(`(?i)\blong\s+task\b`)
 	reTable      = regexp.MustCompile(`(?i)\btable\b`)
 	rePlot       = regexp.MustCompile(`(?i)\b(plot|chart|graph)\b`)
@@ -151,6 +156,10 @@ func plan(ws *workspace, message string) *script {
 		planCreate(ws, s, m.args[0], m.args[1])
 	case m.kind == "delete":
 		planDelete(ws, s, m.args[0])
+	case m.kind == "fail":
+		s.Reasoning = "The user asked for a failure, so I'll start answering and then report an error."
+		s.Intro = "Let me try that.\n\n"
+		s.Fail = m.args[0]
 	case rePlot.MatchString(msg):
 		planTable(ws, s, true)
 	case reTable.MatchString(msg):
@@ -183,6 +192,9 @@ func matchAny(msg string) matched {
 	}
 	if m := reComment.FindStringSubmatch(msg); m != nil {
 		return matched{"comment", m[1:]}
+	}
+	if m := reFail.FindStringSubmatch(msg); m != nil {
+		return matched{"fail", m[1:]}
 	}
 	if m := reCreate.FindStringSubmatch(msg); m != nil {
 		return matched{"create", m[1:]}

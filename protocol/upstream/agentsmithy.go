@@ -151,6 +151,9 @@ func (s *Server) agentSmithyTurn(req chatRequest) (*turn, error) {
 		}
 		add(bare("chat_end"))
 	}
+	if sc.Fail != "" {
+		add(op{frame: fr.event(asError{id, "error", "LLM error: " + sc.Fail})})
+	}
 	add(op{frame: fr.event(asDone{id, "done", true}), terminal: true})
 	return t, nil
 }
@@ -277,6 +280,11 @@ func (s *Server) legacyTurn(req chatRequest) *turn {
 		for _, c := range deltas(sc.Outro) {
 			add(op{frame: fr.event(v0Content{c}), delta: true})
 		}
+	}
+	if sc.Fail != "" {
+		// v0: the error is terminal, no done follows.
+		add(op{frame: fr.event(v0Error{"Error processing request: " + sc.Fail}), terminal: true})
+		return t
 	}
 	add(op{frame: fr.event(v0Done{true}), terminal: true})
 	return t

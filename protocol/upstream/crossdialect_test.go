@@ -214,3 +214,35 @@ func applyChange(t *testing.T, ch *protocol.Change, orig string) string {
 	}
 	return strings.Join(append(out, lines[next:]...), "")
 }
+
+// TestCrossDialectError: "fail with TEXT" ends every dialect's turn with
+// its own error event, read back as an error outcome with the same text.
+func TestCrossDialectError(t *testing.T) {
+	for _, cfg := range crossConfigs {
+		t.Run(cfg.name, func(t *testing.T) {
+			_, base := newTestServer(t, cfg.opts)
+			c := protocol.NewClient(protocol.ClientConfig{BaseURL: base, Dialect: cfg.dialect})
+			defer c.Close()
+			sum, err := c.Chat(t.Context(), protocol.ChatRequest{Message: "fail with quota exceeded"}, func(e protocol.Event) {
+				if e.Type == protocol.KindViolation {
+					t.Errorf("violation: %+v", *e.Violation)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.name == "rag" {
+				// rag has no terminal event: an error payload followed by the
+				// end of the body.
+				if len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0].Message, "quota exceeded") {
+					t.Errorf("errors %v", sum.Errors)
+				}
+			} else if sum.Outcome != protocol.OutcomeError || len(sum.Errors) != 1 || !strings.Contains(sum.Errors[0].Message, "quota exceeded") {
+				t.Errorf("outcome %s, errors %v", sum.Outcome, sum.Errors)
+			}
+			if sum.Text != "Let me try that.\n\n" {
+				t.Errorf("text %q", sum.Text)
+			}
+		})
+	}
+}

@@ -201,6 +201,9 @@ func ragTurn(sc *script, search time.Duration) *turn {
 	for _, c := range deltas(sc.Text()) {
 		add(op{frame: t.text(c), delta: true})
 	}
+	if sc.Fail != "" {
+		add(op{frame: fr.event(ragError{sc.Fail, "demo agent failure requested"})})
+	}
 	// rag ends with the body; its last event is the terminal one for the
 	// no-done fault's purposes.
 	t.ops[len(t.ops)-1].terminal = true
@@ -234,6 +237,10 @@ func textbookTurn(sc *script) *turn {
 	}
 	for _, c := range deltas(sc.Outro) {
 		add(op{frame: t.text(c), delta: true})
+	}
+	if sc.Fail != "" {
+		add(op{frame: fr.event(tbError{"error", sc.Fail, "generation_failed"}), terminal: true})
+		return t
 	}
 	done := tbDone{"done", []tbCitation{}}
 	for _, c := range cites {
@@ -279,6 +286,10 @@ func oracleTurn(sc *script, contextID string) *turn {
 		for _, c := range deltas(sc.Outro) {
 			add(op{frame: t.text(c), delta: true})
 		}
+	}
+	if sc.Fail != "" {
+		add(op{frame: fr.event(orError{"error", sc.Fail}), terminal: true})
+		return t
 	}
 	tokens := (len(sc.Message) + len(sc.Reasoning) + len(sc.Text()) + 3) / 4
 	add(op{frame: fr.event(orDone{"done", tokens, modelName, contextID}), terminal: true})

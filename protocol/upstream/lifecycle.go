@@ -291,6 +291,9 @@ func lifecycleOps(sc *script, id string) []op {
 		}
 	}
 	text(sc.Outro)
+	if sc.Fail != "" {
+		add(lcError{"error", &id, "generation_failed", sc.Fail})
+	}
 	ops = append(ops, op{frame: fr.event(lcBare{"message_end", id}), terminal: true})
 	return ops
 }

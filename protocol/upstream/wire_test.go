@@ -77,6 +77,9 @@ var wireCases = []struct {
 	{"textbook-rename", Options{Dialect: "textbook"}, "rename total to sum in main.go"},
 	{"oracle-rename", Options{Dialect: "oracle"}, "rename total to sum in main.go"},
 	{"oracle-long-task", Options{Dialect: "oracle"}, "this is a long task: explain helper"},
+	{"v2-fail", Options{}, "fail with quota exceeded"},
+	{"v0-fail", Options{Protocol: ProtocolV0}, "fail with quota exceeded"},
+	{"textbook-fail", Options{Dialect: "textbook"}, "fail with quota exceeded"},
 }
 
 func TestWireGolden(t *testing.T) {
