@@ -1,3 +1,5 @@
+//go:build unix
+
 package diffapply
 
 import (
@@ -29,13 +31,6 @@ func commitFixture(t *testing.T, root string) (writes []Write, before, after map
 	before = map[string]string{"a.txt": "a before\n", "run.sh": "#!/bin/sh\n", "gone.txt": "gone before\n"}
 	after = map[string]string{"a.txt": "a after\n", "run.sh": "#!/bin/sh\necho hi\n", "new/dir/b.txt": "b after\n"}
 	return writes, before, after
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestCommitWritesAllAndKeepsModes(t *testing.T) {

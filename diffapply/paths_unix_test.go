@@ -1,0 +1,71 @@
+//go:build unix
+
+package diffapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestPathConfinement replicates git's t4139: symlink escapes, absolute
+// paths, "..", .git, NUL bytes and non-regular files are refused with the
+// rule named; a symlink that stays inside the root is followed.
+func TestPathConfinement(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	writeFiles(t, root, map[string]string{"in.txt": "in\n", "sub/x.txt": "x\n"})
+	writeFiles(t, outside, map[string]string{"secret.txt": "secret\n"})
+	must(t, os.Symlink(outside, filepath.Join(root, "escape")))
+	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")))
+	must(t, os.Symlink("sub", filepath.Join(root, "inner")))
+	must(t, os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	must(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	mod := func(name string) string {
+		return fmt.Sprintf("--- a/%[1]s\n+++ b/%[1]s\n@@ -1 +1 @@\n-x\n+y\n", name)
+	}
+	create := func(name string) string {
+		return fmt.Sprintf("--- /dev/null\n+++ %s\n@@ -0,0 +1 @@\n+pwned\n", name)
+	}
+	for _, tc := range []struct{ diff, rule string }{
+		{create("b/escape/new.txt"), RuleSymlink},
+		{mod("escape/secret.txt"), RuleSymlink},
+		{mod("link.txt"), RuleSymlink},
+		{create("b/dangling"), RuleSymlink},
+		{mod("fifo"), RuleNotRegular},
+		{mod("sub"), RuleNotRegular},
+		{create(filepath.Join(outside, "new.txt")), RuleOutside},
+		{create("b/a\x00b"), RuleNUL},
+		{create("b/../x"), RuleDotDot},
+		{create("b/.git/HEAD"), RuleGitDir},
+	} {
+		_, err := Plan(root, []byte(tc.diff), Options{})
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Rule != tc.rule || !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("%q: err = %v, want rule %q", tc.diff, err, tc.rule)
+		}
+	}
+	// A symlink that stays inside the root is followed: the real file is written.
+	p, err := Plan(root, []byte(mod("inner/x.txt")), Options{})
+	must(t, err)
+	must(t, p.Apply(context.Background(), nil, ""))
+	if b, _ := os.ReadFile(filepath.Join(root, "sub/x.txt")); string(b) != "y\n" {
+		t.Errorf("sub/x.txt = %q", b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(root, "inner")); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced")
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "secret\n" {
+		t.Errorf("outside file changed: %q", b)
+	}
+	// A symlinked root works: paths are checked against its real location.
+	link := filepath.Join(t.TempDir(), "rootlink")
+	must(t, os.Symlink(root, link))
+	if _, err := Plan(link, []byte(mod("in.txt")), Options{}); err != nil {
+		t.Errorf("symlinked root: %v", err)
+	}
+}
