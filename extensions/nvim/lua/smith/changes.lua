@@ -18,7 +18,6 @@ local function parse_header(header)
   local a, c = (header or ''):match('^@@ %-(%d+)[,%d]* %+(%d+)')
   return tonumber(a), tonumber(c)
 end
-M.parse_header = parse_header
 
 --- Asks for changes ({dialogId?, status?}); cb(changes, err).
 function M.fetch(session, filter, cb)
@@ -72,18 +71,16 @@ function M.reviewable(session, cb)
       cb(nil, err)
       return
     end
-    local list = {}
+    -- smith lists oldest first; keep that order, pending ones first.
+    local list, rest = {}, {}
     for _, c in ipairs(all) do
-      if REVIEW[c.status] then
+      if c.status == 'pending' then
         table.insert(list, c)
+      elseif REVIEW[c.status] then
+        table.insert(rest, c)
       end
     end
-    table.sort(list, function(a, b)
-      if (a.status == 'pending') ~= (b.status == 'pending') then
-        return a.status == 'pending'
-      end
-      return false
-    end)
+    vim.list_extend(list, rest)
     cb(list)
   end)
 end
