@@ -13,6 +13,9 @@ local ns = api.nvim_create_namespace('smith_changes')
 
 local QF_TITLE = 'smith changes'
 
+-- How a hunk's status shows at the end of its '@@' line.
+local STATUS_HL = { applied = 'DiffAdd', appliedUpstream = 'DiffAdd', rejected = 'DiffDelete', conflict = 'ErrorMsg' }
+
 --- Parses "@@ -a,b +c,d @@" into old start, new start (1-based).
 local function parse_header(header)
   local a, c = (header or ''):match('^@@ %-(%d+)[,%d]* %+(%d+)')
@@ -96,7 +99,8 @@ function M.show_list(session, open_preview)
     for _, c in ipairs(list) do
       local file = util.join(session.root, c.path)
       if #(c.hunks or {}) == 0 then
-        table.insert(items, { filename = file, lnum = 1, col = 1, text = string.format('[%s] %s %s', c.id, c.kind, c.status) })
+        local text = string.format('[%s] %s %s', c.id, c.kind, c.status)
+        table.insert(items, { filename = file, lnum = 1, col = 1, text = text })
       end
       for _, h in ipairs(c.hunks or {}) do
         table.insert(items, {
@@ -247,8 +251,7 @@ local function render(buf, change, preview, problem)
   api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for _, l in ipairs(located) do
     if l.hunk then
-      local hl = ({ applied = 'DiffAdd', appliedUpstream = 'DiffAdd', rejected = 'DiffDelete', conflict = 'ErrorMsg' })[l.hunk.status]
-        or 'Comment'
+      local hl = STATUS_HL[l.hunk.status] or 'Comment'
       api.nvim_buf_set_extmark(buf, ns, l.lnum - 1, 0, {
         virt_text = { { string.format('[%s %s]', l.hunk.id, l.hunk.status), hl } },
         virt_text_pos = 'eol',

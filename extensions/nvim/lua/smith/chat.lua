@@ -326,7 +326,8 @@ end
 
 function renderers.violation(session, ev)
   local v = ev.violation or {}
-  M.lines(session, { string.format('- _stream violation (%s): %s_', v.kind or '?', short(v.message or '', 200)) }, 'item')
+  local line = string.format('- _stream violation (%s): %s_', v.kind or '?', short(v.message or '', 200))
+  M.lines(session, { line }, 'item')
 end
 
 function renderers.turnEnd() end

@@ -25,7 +25,7 @@ local function invoke(client, name, ...)
   return client[name](...)
 end
 
-local function start(cfg)
+local function start_client(cfg)
   if has_011 then
     return vim.lsp.start(cfg, {
       attach = false,
@@ -198,7 +198,7 @@ function M.ensure(root)
   capabilities.workspace.applyEdit = true
   capabilities.workspace.workspaceEdit = capabilities.workspace.workspaceEdit or {}
   capabilities.workspace.workspaceEdit.documentChanges = true
-  local id = start({
+  local id = start_client({
     name = 'smith',
     cmd = cmd,
     cmd_env = config.options.cmd_env,
