@@ -387,7 +387,7 @@ func (f *rawFile) displayName() string {
 		}
 	}
 	if len(f.header) > 0 {
-		return strings.TrimSpace(f.header[0])
+		return strings.TrimSpace(strings.TrimPrefix(strings.TrimSuffix(f.header[0], "\r"), "diff --git "))
 	}
 	return "(no file header)"
 }
