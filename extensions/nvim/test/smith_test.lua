@@ -434,6 +434,29 @@ test(':SmithUndo restores the buffer and the file', function()
   eq(vim.bo[buf].modified, false, 'buffer modified after undo')
 end)
 
+test('a buffer with unsaved edits gets the change on top of them and is not written', function()
+  local rel = 'dirty.go'
+  local path = WS .. '/' .. rel
+  local before = calc_source('total')
+  write_file(path, before)
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  -- An unsaved edit at the top: smith plans against the buffer, not the disk.
+  api.nvim_buf_set_lines(buf, 0, 0, false, { '// unsaved note' })
+  local _, pbuf = propose_and_preview(rel, 'total', 'sum')
+  press(pbuf, 'A')
+  local want = '// unsaved note\n' .. calc_source('sum')
+  wait_for('the change in the buffer, above the unsaved edit', function()
+    return buf_text(buf) == want
+  end)
+  eq(vim.bo[buf].modified, true, 'the buffer keeps its unsaved state')
+  eq(read_file(path), before, 'the file on disk')
+  api.nvim_buf_call(buf, function()
+    vim.cmd('silent edit!')
+  end)
+end)
+
 test('a change to a file that is not open is written on disk', function()
   local rel = 'closed.go'
   local path = WS .. '/' .. rel
