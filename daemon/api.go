@@ -108,7 +108,8 @@ type Change struct {
 	ID       string              `json:"id"`
 	DialogID string              `json:"dialogId"`
 	TurnID   string              `json:"turnId"`
-	Path     string              `json:"path"` // relative to the workspace, slash-separated
+	Path     string              `json:"path"`              // relative to the workspace, slash-separated
+	OldPath  string              `json:"oldPath,omitempty"` // addition: the source of a rename
 	Kind     protocol.ChangeKind `json:"kind"`
 	Status   string              `json:"status"`
 	Reason   string              `json:"reason,omitempty"` // why conflict/rejected/stale

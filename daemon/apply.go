@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -45,11 +46,13 @@ func mergeStatuses(old, fresh []Hunk) []Hunk {
 
 // announce tells every peer that a change changed (and that its file was
 // written behind the editors when it went to disk) and returns its view.
-func (e *Engine) announce(changeID, via, abs string) *Change {
+func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
 	v := e.view(changeID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
-	if via == "disk" {
-		e.notifyAll(Notification{Kind: NoteFileChanged, Path: abs})
+	for _, w := range ws {
+		if w.via == "disk" {
+			e.notifyAll(Notification{Kind: NoteFileChanged, Path: w.abs})
+		}
 	}
 	return v
 }
@@ -83,7 +86,7 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 		}
 	}
 	wholeWritten := len(snap.Hunks) == 0 && (snap.Status == StatusApplied || snap.Status == StatusAppliedUpstream)
-	via := ""
+	var w *fileWrite
 	var rec *undoRecord
 	if len(written) > 0 || wholeWritten {
 		tg, err := e.current(p, snap.Abs)
@@ -91,14 +94,17 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 			return nil, err
 		}
 		next, nextExists, err := e.reverseHunks(&snap, tg.text, written)
+		if errors.Is(err, ErrUnsupported) {
+			return nil, fmt.Errorf("reject %s: %w", changeID, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
 		}
-		if rec, err = e.beginUndo(c, "reject", tg, next, nextExists, 0); err != nil {
+		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
+		if rec, err = e.beginUndo(c, "reject", w, 0); err != nil {
 			return nil, err
 		}
-		via, err = e.write(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), snap.Abs, tg, next, nextExists)
-		if err != nil {
+		if err := e.writeBatch(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), []*fileWrite{w}); err != nil {
 			e.finishUndo(rec, "", undoFailed)
 			return nil, err
 		}
@@ -118,22 +124,25 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 	}
 	e.mu.Unlock()
 	if rec != nil {
-		e.finishUndo(rec, via, undoDone)
+		e.finishUndo(rec, w.via, undoDone)
 	} else {
 		e.saveLogged()
 	}
-	return e.announce(changeID, via, snap.Abs), nil
+	if w == nil {
+		return e.announce(changeID), nil
+	}
+	return e.announce(changeID, w), nil
 }
 
 // beginUndo journals a write before it happens: the bytes before go to the
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
-func (e *Engine) beginUndo(c *changeRecord, action string, tg target, next []byte, nextExists bool, group int) (*undoRecord, error) {
-	before, err := e.store.putBlob(tg.text, tg.exists)
+func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int) (*undoRecord, error) {
+	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}
-	after, err := e.store.putBlob(next, nextExists)
+	after, err := e.store.putBlob(w.next, w.nextExists)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes after the write (nothing was written): %w", err)
 	}
@@ -144,7 +153,7 @@ func (e *Engine) beginUndo(c *changeRecord, action string, tg target, next []byt
 		prev[h.ID] = h.Status
 	}
 	r := &undoRecord{
-		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: c.Abs, Rel: c.Path, At: now(),
+		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 	}
 	e.st.NextUndo++

@@ -20,19 +20,11 @@ import (
 // fileWrite is one file of a batch.
 type fileWrite struct {
 	abs        string
+	rel        string
 	tg         target // what smith read; the write is guarded by it
 	next       []byte
 	nextExists bool
 	via        string // "editor" | "disk", set by writeBatch
-}
-
-// write is a batch of one file; it returns "editor" or "disk".
-func (e *Engine) write(ctx context.Context, label, abs string, tg target, next []byte, nextExists bool) (string, error) {
-	ws := []*fileWrite{{abs: abs, tg: tg, next: next, nextExists: nextExists}}
-	if err := e.writeBatch(ctx, label, ws); err != nil {
-		return "", err
-	}
-	return ws[0].via, nil
 }
 
 func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) error {
@@ -139,9 +131,9 @@ func diskPaths(ws []diffapply.Write) string {
 type applyStep struct {
 	c    *changeRecord
 	path string
-	ids  []string // hunks to apply; nil for a change without hunks
-	w    *fileWrite
-	rec  *undoRecord
+	ids  []string     // hunks to apply; nil for a change without hunks
+	ws   []*fileWrite // the target; for a rename also the removal of the source
+	recs []*undoRecord
 }
 
 // prepareApply plans the given hunks of change id against the text the
@@ -166,7 +158,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 		}
 		return nil, fmt.Errorf("change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
 	}
-	tg, err := e.current(p, snap.Abs)
+	tg, err := e.current(p, snap.source())
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +184,25 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 	}
-	return &applyStep{c: c, path: snap.Path, ids: ids, w: &fileWrite{abs: snap.Abs, tg: tg, next: next, nextExists: nextExists}}, nil
+	st := &applyStep{c: c, path: snap.Path, ids: ids}
+	if !fp.rename {
+		st.ws = []*fileWrite{{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}}
+		return st, nil
+	}
+	// A rename writes the target (which must not exist: the disk commit
+	// checks it again) and removes the source.
+	dst, err := e.current(p, snap.Abs)
+	if err != nil {
+		return nil, err
+	}
+	if dst.exists {
+		return nil, fmt.Errorf("%w: %s already exists; renaming %s would overwrite it", ErrConflict, snap.Path, snap.OldPath)
+	}
+	st.ws = []*fileWrite{
+		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true},
+		{abs: snap.OldAbs, rel: snap.OldPath, tg: tg, next: nil, nextExists: false},
+	}
+	return st, nil
 }
 
 // Apply applies the given hunks (all pending ones when empty) of a change:
@@ -232,10 +242,12 @@ func (e *Engine) ApplyChanges(ctx context.Context, p *Peer, changeIDs []string) 
 		if err != nil {
 			return nil, err
 		}
-		if other, ok := files[st.w.abs]; ok {
-			return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, st.path)
+		for _, w := range st.ws {
+			if other, ok := files[w.abs]; ok {
+				return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, w.rel)
+			}
+			files[w.abs] = id
 		}
-		files[st.w.abs] = id
 		steps = append(steps, st)
 	}
 	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps)
@@ -246,13 +258,15 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	group := e.newUndoGroup()
 	var ws []*fileWrite
 	for _, st := range steps {
-		rec, err := e.beginUndo(st.c, "apply", st.w.tg, st.w.next, st.w.nextExists, group)
-		if err != nil {
-			e.failUndo(steps)
-			return nil, err
+		for _, w := range st.ws {
+			rec, err := e.beginUndo(st.c, "apply", w, group)
+			if err != nil {
+				e.failUndo(steps)
+				return nil, err
+			}
+			st.recs = append(st.recs, rec)
+			ws = append(ws, w)
 		}
-		st.rec = rec
-		ws = append(ws, st.w)
 	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		e.failUndo(steps)
@@ -266,10 +280,12 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 				c.Hunks[i].Status = StatusApplied
 			}
 		}
-		c.BaseHash = contentHash(st.w.next, st.w.nextExists)
+		c.BaseHash = contentHash(st.ws[0].next, st.ws[0].nextExists)
 		c.Status = deriveStatus(c.Hunks, StatusApplied)
 		c.Reason = ""
-		st.rec.State, st.rec.Via = undoDone, st.w.via
+		for i, r := range st.recs {
+			r.State, r.Via = undoDone, st.ws[i].via
+		}
 	}
 	err := e.saveLocked()
 	e.mu.Unlock()
@@ -278,15 +294,15 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	}
 	var out []Change
 	for _, st := range steps {
-		out = append(out, *e.announce(st.c.ID, st.w.via, st.w.abs))
+		out = append(out, *e.announce(st.c.ID, st.ws...))
 	}
 	return out, nil
 }
 
 func (e *Engine) failUndo(steps []*applyStep) {
 	for _, st := range steps {
-		if st.rec != nil {
-			e.finishUndo(st.rec, "", undoFailed)
+		for _, r := range st.recs {
+			e.finishUndo(r, "", undoFailed)
 		}
 	}
 }
@@ -318,7 +334,7 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 		if err != nil {
 			return nil, err
 		}
-		ws = append(ws, &fileWrite{abs: r.Path, tg: tg, next: before, nextExists: r.Before.Exists})
+		ws = append(ws, &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, next: before, nextExists: r.Before.Exists})
 	}
 	label := "smith: undo " + recs[0].ChangeID
 	if len(recs) > 1 {
@@ -336,7 +352,9 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 				c.Hunks[j].Status = s
 			}
 		}
-		c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
+		if r.Path == c.source() {
+			c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
+		}
 		c.Status = r.PrevStat
 		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
 			c.Status = StatusUndone
@@ -350,7 +368,7 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 	}
 	var last *Change
 	for i, r := range recs {
-		last = e.announce(r.ChangeID, ws[i].via, r.Path)
+		last = e.announce(r.ChangeID, ws[i])
 	}
 	return last, nil
 }
@@ -365,10 +383,12 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 			break
 		}
 	}
+	// The writes of one apply share a group: Undo("") takes the group
+	// back, Undo(id) the change's writes in it (both files of a rename).
 	var recs []*undoRecord
-	if rec != nil && changeID == "" && rec.Group != 0 {
+	if rec != nil && rec.Group != 0 {
 		for _, r := range e.st.Undo {
-			if r.Group == rec.Group && r.State == undoDone {
+			if r.Group == rec.Group && r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
 				recs = append(recs, r)
 			}
 		}

@@ -49,8 +49,9 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	c.Src.Diff, c.Src.Content = "", ""
 	var violation string
 	abs, rel, err := e.ws.resolve(src.Path)
+	var oldAbs, oldRel string
 	if err == nil && src.OldPath != "" {
-		_, _, err = e.ws.resolve(src.OldPath)
+		oldAbs, oldRel, err = e.ws.resolve(src.OldPath)
 	}
 	switch {
 	case err != nil:
@@ -59,10 +60,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (nothing was written)", id, src.Path, e.ws.root, err)
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
+		c.setRename(oldAbs, oldRel)
 		e.verifyUpstream(c)
 	default:
 		c.Abs, c.Path = abs, rel
-		text, exists, err := e.userText(p, abs)
+		c.setRename(oldAbs, oldRel)
+		text, exists, err := e.userText(p, c.source())
 		if err != nil {
 			c.Status, c.Reason = StatusConflict, err.Error()
 			break
@@ -85,6 +88,13 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		e.log.Error("save state", "err", err)
 	}
 	return c, violation
+}
+
+// setRename makes c a rename when its source differs from its target.
+func (c *changeRecord) setRename(oldAbs, oldRel string) {
+	if oldAbs != "" && oldAbs != c.Abs {
+		c.OldAbs, c.OldPath, c.Kind = oldAbs, oldRel, protocol.ChangeRename
+	}
 }
 
 // Propose records a change that did not come from a turn (a diff file
@@ -243,6 +253,12 @@ func (e *Engine) verifyUpstream(c *changeRecord) {
 		return
 	}
 	c.BaseHash = contentHash(disk, exists)
+	if c.OldAbs != "" {
+		if _, oldExists, _ := readFile(c.OldAbs); oldExists {
+			c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported renaming %s to %s, but %s still exists", c.OldPath, c.Path, c.OldPath)
+			return
+		}
+	}
 	switch {
 	case c.Kind == protocol.ChangeDelete:
 		if exists {
@@ -316,7 +332,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	if err != nil {
 		return nil, err
 	}
-	text, exists, err := e.userText(nil, c.Abs)
+	text, exists, err := e.userText(nil, c.source())
 	if err != nil {
 		return nil, err
 	}

@@ -687,3 +687,64 @@ func TestOneEnginePerWorkspaceState(t *testing.T) {
 	f.e.Close()
 	f.e = f.open() // released by Close
 }
+
+func TestRenames(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true },
+		files: map[string]string{"old.txt": "keep me\r\n", "a.go": "package a\n\nfunc A() {}\n", "taken.txt": "x"}})
+	p := f.e.Attach(nil)
+	ctx := context.Background()
+
+	c, err := f.e.Propose(p, "", protocol.Change{Path: "sub/new.txt", OldPath: "old.txt", Kind: protocol.ChangeRename})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != StatusPending || c.Kind != protocol.ChangeRename || c.OldPath != "old.txt" || c.Path != "sub/new.txt" {
+		t.Fatalf("rename proposal %+v", c)
+	}
+	if _, err := f.e.Apply(ctx, p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.read("sub/new.txt") != "keep me\r\n" {
+		t.Fatalf("sub/new.txt: %q", f.read("sub/new.txt"))
+	}
+	if _, err := os.Stat(f.path("old.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("old.txt survived its rename")
+	}
+	if _, err := f.e.Reject(ctx, p, c.ID, nil); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("reject of an applied rename: %v", err)
+	}
+	if _, err := f.e.Undo(ctx, p, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f.read("old.txt") != "keep me\r\n" {
+		t.Fatal("undo did not bring old.txt back")
+	}
+	if _, err := os.Stat(f.path("sub/new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("undo left sub/new.txt")
+	}
+
+	// A rename with edits.
+	diff := "--- a/a.go\n+++ b/b.go\n@@ -1,3 +1,3 @@\n-package a\n+package b\n \n func A() {}\n"
+	c2, err := f.e.Propose(p, "", protocol.Change{Path: "b.go", OldPath: "a.go", Kind: protocol.ChangeRename, Diff: diff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Apply(ctx, p, c2.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.read("b.go") != "package b\n\nfunc A() {}\n" {
+		t.Fatalf("b.go: %q", f.read("b.go"))
+	}
+
+	// A rename onto an existing file is a conflict; nothing moves.
+	c3, err := f.e.Propose(p, "", protocol.Change{Path: "taken.txt", OldPath: "b.go", Kind: protocol.ChangeRename})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3.Status != StatusConflict || !strings.Contains(c3.Reason, "already exists") {
+		t.Fatalf("rename onto an existing file: %+v", c3)
+	}
+	if _, err := f.e.Apply(ctx, p, c3.ID, nil); !errors.Is(err, ErrConflict) || f.read("taken.txt") != "x" {
+		t.Fatalf("apply of a conflicting rename: %v", err)
+	}
+}

@@ -19,11 +19,12 @@ import (
 
 // filePlan is a change planned against one text.
 type filePlan struct {
-	hunks []Hunk // statuses pending or conflict
-	noop  bool   // the text already is the result
-	file  *diffapply.File
-	del   bool   // the change deletes the file (no hunks needed)
-	same  []byte // a no-op plan without a diff renders this
+	hunks  []Hunk // statuses pending or conflict
+	noop   bool   // the text already is the result
+	file   *diffapply.File
+	del    bool   // the change deletes the file (no hunks needed)
+	same   []byte // a plan without a diff renders this
+	rename bool   // the rendered text goes to the target, the source is removed
 }
 
 // hunkID names a hunk of a change: "h" + its 1-based index in the file.
@@ -82,8 +83,8 @@ func conflictText(h *diffapply.Hunk) string {
 // An error is a refusal of the whole change; single hunks that do not match
 // come back with status conflict.
 func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePlan, error) {
-	if c.Kind == protocol.ChangeRename || c.Src.OldPath != "" {
-		return nil, fmt.Errorf("%w: renames are not planned yet; apply it by hand", ErrUnsupported)
+	if c.OldAbs != "" {
+		return e.planRename(c, text, exists)
 	}
 	switch {
 	case c.Diff != "":
@@ -104,14 +105,38 @@ func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePla
 	return nil, errors.New("the change carries neither a diff nor the new content")
 }
 
+// planRename plans a rename: the source (text) must exist and the target
+// must not; the target gets the source's text with c's diff applied (a
+// rename with edits), or c's content, or the text as it is.
+func (e *Engine) planRename(c *changeRecord, text []byte, exists bool) (*filePlan, error) {
+	if !exists {
+		return nil, fmt.Errorf("%s does not exist", c.OldPath)
+	}
+	if _, err := os.Lstat(c.Abs); err == nil {
+		return nil, fmt.Errorf("%s already exists; renaming %s would overwrite it", c.Path, c.OldPath)
+	}
+	switch {
+	case c.Diff != "":
+		fp, err := e.planDiff(c, text, true, false)
+		if err != nil {
+			return nil, err
+		}
+		fp.rename = true
+		return fp, nil
+	case c.Content != nil:
+		return &filePlan{same: []byte(*c.Content), rename: true}, nil
+	}
+	return &filePlan{same: text, rename: true}, nil
+}
+
 // planDiff plans c's diff (backwards with reverse) against text.
 func (e *Engine) planDiff(c *changeRecord, text []byte, exists, reverse bool) (*filePlan, error) {
 	p, err := diffapply.Plan(e.ws.root, []byte(c.Diff), diffapply.Options{
-		Target:  c.Path,
+		Target:  c.sourceRel(),
 		Reverse: reverse,
 		ReadFile: func(rel string) ([]byte, bool, error) {
-			if rel != c.Path {
-				return nil, false, fmt.Errorf("the diff of %s also names %s", c.Path, rel)
+			if rel != c.sourceRel() {
+				return nil, false, fmt.Errorf("the diff of %s also names %s", c.sourceRel(), rel)
 			}
 			return text, exists, nil
 		},
@@ -178,6 +203,9 @@ func (e *Engine) verifyPostImage(c *changeRecord, disk []byte) ([]Hunk, error) {
 // reverseHunks takes back the chosen written hunks of c from cur (all of
 // the change when ids is empty and the change has no hunks).
 func (e *Engine) reverseHunks(c *changeRecord, cur []byte, ids []string) ([]byte, bool, error) {
+	if c.OldAbs != "" {
+		return nil, false, fmt.Errorf("%w: a rename is taken back as a whole, with Undo", ErrUnsupported)
+	}
 	if len(c.Hunks) == 0 {
 		return e.reverseWhole(c, cur)
 	}

@@ -55,11 +55,29 @@ type persisted struct {
 // changeRecord is a Change plus what the engine needs to re-plan it.
 type changeRecord struct {
 	Change
-	Src      protocol.Change `json:"src"`      // the change as the stream carried it
-	Abs      string          `json:"abs"`      // absolute target under the configured root
-	Content  *string         `json:"content"`  // whole new content when known (write_to_file)
-	Diff     string          `json:"diff"`     // what is planned: Src.Diff, or derived from Content (contentDiff)
-	BaseHash string          `json:"baseHash"` // sha256 of the text the hunks were planned against
+	Src      protocol.Change `json:"src"`              // the change as the stream carried it
+	Abs      string          `json:"abs"`              // absolute target under the configured root
+	OldAbs   string          `json:"oldAbs,omitempty"` // absolute source of a rename
+	Content  *string         `json:"content"`          // whole new content when known (write_to_file)
+	Diff     string          `json:"diff"`             // what is planned: Src.Diff, or derived from Content (contentDiff)
+	BaseHash string          `json:"baseHash"`         // sha256 of the text the hunks were planned against
+}
+
+// source is the file whose text a change is planned against: the source
+// of a rename, else the target.
+func (c *changeRecord) source() string {
+	if c.OldAbs != "" {
+		return c.OldAbs
+	}
+	return c.Abs
+}
+
+// sourceRel is source relative to the root.
+func (c *changeRecord) sourceRel() string {
+	if c.OldAbs != "" {
+		return c.OldPath
+	}
+	return c.Path
 }
 
 // Undo record states.

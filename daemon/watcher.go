@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -187,11 +188,8 @@ func (e *Engine) revalidatePaths(paths []string) {
 		if !revalidatable(c.Status) || c.Abs == "" {
 			continue
 		}
-		for _, p := range paths {
-			if c.Abs == p || strings.HasPrefix(c.Abs, p+string(filepath.Separator)) {
-				ids = append(ids, c.ID)
-				break
-			}
+		if slices.ContainsFunc(paths, func(p string) bool { return under(c.Abs, p) || (c.OldAbs != "" && under(c.OldAbs, p)) }) {
+			ids = append(ids, c.ID)
 		}
 	}
 	e.mu.Unlock()
@@ -209,6 +207,11 @@ func (e *Engine) revalidateAll() {
 	}
 	e.mu.Unlock()
 	e.revalidateIDs(ids)
+}
+
+// under reports whether path is dir or lies below it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
 func revalidatable(status string) bool {
@@ -230,7 +233,7 @@ func (e *Engine) revalidateIDs(ids []string) {
 		if err != nil {
 			continue
 		}
-		text, exists, err := e.userText(nil, c.Abs)
+		text, exists, err := e.userText(nil, c.source())
 		if err != nil {
 			continue
 		}
