@@ -13,7 +13,7 @@ gotest:
 	$(GO) test -count=1 -timeout 12m ./...
 
 # The Neovim suite runs a real headless Neovim against a real smith serve.
-# It installs Neovim with apt-get when it is missing (see the script).
+# .ci/run installs Neovim with apt-get when it is missing; the script only checks.
 nvimtest: build
 	@if [ -x $(NVIM_TESTS) ]; then SMITH_BIN=$(CURDIR)/bin/smith $(NVIM_TESTS); else echo "nvim tests: none yet"; fi
 
