@@ -65,7 +65,7 @@ type placement struct {
 }
 
 func newJob(h *hunk, pub *Hunk) *job {
-	j := &job{h: h, pub: pub}
+	j := &job{h: h, pub: pub, old: make([]string, 0, h.oldCount)}
 	first, last := -1, -1
 	for i, l := range h.lines {
 		if l.op != ' ' {

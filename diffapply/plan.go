@@ -401,6 +401,14 @@ func planFile(ws *workspace, fd *fileDiff, opts Options, crlfDiff bool) (*File, 
 		if _, err := ws.rel(rel); err != nil {
 			return false
 		}
+		if opts.ReadFile == nil {
+			abs, err := ws.resolve(rel)
+			if err != nil {
+				return false
+			}
+			_, err = os.Stat(abs)
+			return err == nil
+		}
 		_, ok, err := read(rel)
 		return ok && err == nil
 	}
