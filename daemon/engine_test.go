@@ -355,3 +355,31 @@ func TestOutsideWorkspaceFileEditIsRefused(t *testing.T) {
 		t.Fatalf("the file outside the workspace was touched: %q", b)
 	}
 }
+
+// TestWatcherRescansAfterAnOverflow: when the kernel queue overflows,
+// events are lost; the watcher must then re-validate every open change.
+func TestWatcherRescansAfterAnOverflow(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo},
+		mutate: func(c *Config) { c.NoWatch = true }})
+	res, _ := f.mustChat(f.e.Attach(nil), "rename Foo to Bar in main.go")
+	c := f.change(res)
+	// The edit happens while nothing watches: its events are "lost".
+	f.write("main.go", "package main\n")
+	w, err := newWatcher(f.e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if now, _ := f.e.Change(c.ID); now.Status != StatusPending {
+		t.Fatalf("status %s before the overflow", now.Status)
+	}
+	// What the reader does on fsnotify.ErrEventOverflow.
+	w.mu.Lock()
+	w.rescan = true
+	w.mu.Unlock()
+	w.wake()
+	waitFor(t, "conflict after the rescan", func() bool {
+		now, _ := f.e.Change(c.ID)
+		return now.Status == StatusConflict
+	})
+}
