@@ -1,0 +1,212 @@
+package editor_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/editor/editortest"
+	"github.com/smith-dev/smith/protocol"
+	"github.com/smith-dev/smith/protocol/upstream"
+)
+
+// uniGo has non-ASCII text before "total" on the renamed lines, so that
+// the edit's character offsets differ between utf-16 and utf-8.
+const uniGo = `package uni
+
+func F() int {
+	s := "😀é"; total := len(s)
+	return total
+}
+
+// padding
+// padding
+// padding
+// 😀 é
+`
+
+// TestApplyInEachEncoding: the edit of an open buffer lands in the right
+// place whichever position encoding was negotiated.
+func TestApplyInEachEncoding(t *testing.T) {
+	for _, enc := range []string{"utf-16", "utf-8"} {
+		t.Run(enc, func(t *testing.T) {
+			ws := workspace(t, map[string]string{"uni.go": uniGo})
+			up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+			ed := editortest.Start(t, smithBin, "serve", "--upstream", up, "--state-dir", t.TempDir())
+			ctx := testCtx(t)
+			if _, err := ed.Initialize(ctx, ws, nil, enc); err != nil {
+				t.Fatal(err)
+			}
+			if ed.Encoding != enc {
+				t.Fatalf("negotiated %s, want %s", ed.Encoding, enc)
+			}
+			s := &session{Editor: ed, t: t, ws: ws}
+			path := filepath.Join(ws, "uni.go")
+			if err := s.Open(ctx, path, uniGo); err != nil {
+				t.Fatal(err)
+			}
+			// An incremental change after an emoji, in the negotiated units, on
+			// the last line (away from the hunks): "é" → "ü".
+			from := map[string]int{"utf-16": 6, "utf-8": 8}[enc]
+			to := map[string]int{"utf-16": 7, "utf-8": 10}[enc]
+			if err := s.ChangeRange(ctx, path, 10, from, 10, to, "ü"); err != nil {
+				t.Fatal(err)
+			}
+			typed := strings.Replace(uniGo, "😀 é", "😀 ü", 1)
+			res := s.mustChat("rename total to sum in uni.go")
+			// The plan was made against the mirrored buffer, typed change included.
+			var pv daemon.Preview
+			if err := s.Call(ctx, editor.MethodChangePreview, map[string]any{"changeId": res.Changes[0]}, &pv); err != nil {
+				t.Fatal(err)
+			}
+			if pv.Original != typed {
+				t.Errorf("planned against:\n%s\nwant the buffer:\n%s", pv.Original, typed)
+			}
+			if err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0]}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := s.Buffer(path); b.Text != strings.ReplaceAll(typed, "total", "sum") {
+				t.Errorf("buffer:\n%s", b.Text)
+			}
+		})
+	}
+}
+
+// TestDeleteOpenFileAndCreate: deleting a file open in the editor goes
+// through a DeleteFile resource operation; creating a file that is not
+// open is written on disk.
+func TestDeleteOpenFileAndCreate(t *testing.T) {
+	ws := workspace(t, map[string]string{"old.go": "package old\n"})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	old := filepath.Join(ws, "old.go")
+	if err := s.Open(ctx, old, "package old\n"); err != nil {
+		t.Fatal(err)
+	}
+	del := s.mustChat("delete old.go")
+	if err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": del.Changes[0]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("old.go still exists: %v", err)
+	}
+	edits := s.Edits()
+	if len(edits) != 1 || !strings.Contains(string(edits[0]), `"kind":"delete"`) {
+		t.Errorf("workspace/applyEdit requests: %s", edits)
+	}
+	cre := s.mustChat(`create notes/todo.md with "# Todo"`)
+	if c := s.change(cre.Changes[0]); c.Kind != protocol.ChangeCreate {
+		t.Errorf("kind %s, want create", c.Kind)
+	}
+	if err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": cre.Changes[0]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(ws, "notes", "todo.md")); got != "# Todo\n" {
+		t.Errorf("todo.md = %q", got)
+	}
+}
+
+// TestDialogsAndSession walks the dialog methods and a session approval
+// on an AgentSmithy v2 upstream, through smith/* and executeCommand.
+func TestDialogsAndSession(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	var d daemon.Dialog
+	if err := s.Call(ctx, editor.MethodDialogNew, map[string]any{"title": "first"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Call(ctx, editor.MethodDialogRename, map[string]any{"dialogId": d.ID, "title": "renamed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.chat(map[string]any{"dialogId": d.ID, "message": "add a comment to Sum in calc.go"})
+	if err != nil || res.DialogID != d.ID {
+		t.Fatalf("chat in %s: %+v, %v", d.ID, res, err)
+	}
+	var list []daemon.Dialog
+	if err := s.Call(ctx, editor.MethodExecuteCommand, map[string]any{"command": "smith.dialogs"}, &list); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, x := range list {
+		found = found || (x.ID == d.ID && x.Title == "renamed")
+	}
+	if !found {
+		t.Errorf("dialog %s (renamed) not in %+v", d.ID, list)
+	}
+	var hist json.RawMessage
+	if err := s.Call(ctx, editor.MethodHistory, map[string]any{"dialogId": d.ID}, &hist); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hist), "add a comment to Sum") {
+		t.Errorf("history has not the message: %.300s", hist)
+	}
+	var approved json.RawMessage
+	if err := s.Call(ctx, editor.MethodSessionApprove, map[string]any{"dialogId": d.ID}, &approved); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	if err := s.Call(ctx, editor.MethodDialogDelete, map[string]any{"dialogId": d.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Call(ctx, editor.MethodDialogSelect, map[string]any{"dialogId": d.ID}, nil)
+	if err == nil {
+		t.Error("selecting a deleted dialog succeeded")
+	}
+}
+
+// TestSessionUnsupported: approve on an upstream without a session API.
+func TestSessionUnsupported(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook})
+	s := serve(t, ws, up, t.TempDir(), "--dialect", "textbook")
+	err := s.Call(testCtx(t), editor.MethodSessionApprove, map[string]any{"dialogId": "x"}, nil)
+	if got := rpcCode(t, err); got != editor.CodeUnsupported {
+		t.Errorf("code %d, want %d (%v)", got, editor.CodeUnsupported, err)
+	}
+}
+
+// TestProgress: a turn run through executeCommand with a workDoneToken
+// reports begin and end on that token; a smith/chat without one gets a
+// token smith created (the fake editor announces window.workDoneProgress).
+func TestProgress(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	var res chatResult
+	if err := s.Call(ctx, editor.MethodExecuteCommand, map[string]any{
+		"command": "smith.chat", "arguments": []any{map[string]any{"message": "add a comment to Sum in calc.go"}}, "workDoneToken": "tok-1",
+	}, &res); err != nil {
+		t.Fatal(err)
+	}
+	s.mustChat("add a comment to Sum in calc.go")
+	kinds := map[string][]string{}
+	for _, n := range s.Notifications(editor.MethodProgress) {
+		var p struct {
+			Token json.RawMessage `json:"token"`
+			Value struct {
+				Kind    string `json:"kind"`
+				Message string `json:"message"`
+			} `json:"value"`
+		}
+		json.Unmarshal(n.Params, &p)
+		kinds[string(p.Token)] = append(kinds[string(p.Token)], p.Value.Kind+":"+p.Value.Message)
+	}
+	if len(kinds) != 2 {
+		t.Fatalf("progress tokens %v, want tok-1 and one smith created", kinds)
+	}
+	for tok, ks := range kinds {
+		if ks[0] != "begin:" || ks[len(ks)-1] != "end:completed" {
+			t.Errorf("token %s: %v, want begin … end:completed", tok, ks)
+		}
+	}
+	if _, ok := kinds[`"tok-1"`]; !ok {
+		t.Errorf("the client's token was not used: %v", kinds)
+	}
+}
