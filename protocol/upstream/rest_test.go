@@ -35,6 +35,8 @@ func TestErrorStatuses(t *testing.T) {
 		{"set current unknown", "PATCH", "/api/dialogs/current?id=nope", nil, 500, `Internal Server Error`},
 		{"session of unknown dialog", "GET", "/api/dialogs/nope/session", nil, 404, `{"detail":"Dialog nope not found"}`},
 		{"unknown path", "GET", "/nope", nil, 404, `{"detail":"Not Found"}`},
+		{"wrong method", "GET", "/api/chat", nil, 405, `{"detail":"Method Not Allowed"}`},
+		{"wrong method on a dialog", "PUT", "/api/dialogs/x", nil, 405, `{"detail":"Method Not Allowed"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var hdr []string

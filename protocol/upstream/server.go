@@ -160,7 +160,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/dialogs/{id}/restore", s.handleRestore)
 	mux.HandleFunc("POST /api/dialogs/{id}/approve", s.handleApprove)
 	mux.HandleFunc("POST /api/dialogs/{id}/reset", s.handleReset)
+	// FastAPI answers unknown paths and wrong methods with JSON details;
+	// the catch-all tells the two apart by asking the mux about the other
+	// methods.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "/" && m != r.Method {
+				writeJSON(w, http.StatusMethodNotAllowed, detail("Method Not Allowed"))
+				return
+			}
+		}
 		writeJSON(w, http.StatusNotFound, detail("Not Found"))
 	})
 	return s.logRequests(mux)
