@@ -27,11 +27,8 @@ const (
 	CodeUpstreamError       jsonrpc2.Code = -32018
 )
 
-// LSP codes jsonrpc2 has no constant for.
-const (
-	CodeRequestCancelled jsonrpc2.Code = -32800
-	CodeContentModified  jsonrpc2.Code = -32801
-)
+// CodeRequestCancelled is LSP's RequestCancelled; jsonrpc2 has no constant.
+const CodeRequestCancelled jsonrpc2.Code = -32800
 
 // codeFor maps engine and upstream errors to smith's codes; ok is false for
 // errors that have none (they become InternalError).
