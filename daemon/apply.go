@@ -48,10 +48,10 @@ func mergeStatuses(old, fresh []Hunk) []Hunk {
 // written behind the editors when it went to disk) and returns its view.
 func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
 	v := e.view(changeID)
-	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
+	e.queue(Notification{Kind: NoteChangeUpdated, Change: v})
 	for _, w := range ws {
 		if w.via == "disk" {
-			e.notifyAll(Notification{Kind: NoteFileChanged, Path: w.abs})
+			e.queue(Notification{Kind: NoteFileChanged, Path: w.abs})
 		}
 	}
 	return v
@@ -63,6 +63,7 @@ func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
 // text the user sees; an unsure reverse match is ErrConflict and nothing is
 // written.
 func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
+	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	c, err := e.record(changeID)

@@ -165,7 +165,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if contentHash(tg.text, tg.exists) != snap.BaseHash {
 		e.revalidate(changeID, tg.text, tg.exists)
 		now := e.view(changeID)
-		e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: now})
+		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
 		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
 	}
 	fp, err := e.planChange(&snap, tg.text, tg.exists)
@@ -212,6 +212,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 // change is re-validated against the new text (announced with
 // changeUpdated) so that a second Apply can succeed when it still matches.
 func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
+	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	st, err := e.prepareApply(p, changeID, hunks)
@@ -230,6 +231,7 @@ func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []st
 // ApplyEdit per editor, the rest in one atomic disk commit). They share an
 // undo group: Undo("") takes them all back at once.
 func (e *Engine) ApplyChanges(ctx context.Context, p *Peer, changeIDs []string) ([]Change, error) {
+	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	if len(changeIDs) == 0 {
@@ -315,6 +317,7 @@ func (e *Engine) failUndo(steps []*applyStep) {
 // It works across restarts: the bytes come from the journal in the state
 // directory. The returned change is the (last) one undone.
 func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, error) {
+	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	recs, err := e.undoTargets(changeID)

@@ -50,6 +50,7 @@ type Engine struct {
 	peers     map[*Peer]struct{}
 	running   int
 	dialogAPI *bool // nil: not probed yet
+	outbox    []Notification // queued under applyMu, sent by flush
 	closed    bool
 
 	// applyMu serialises writes to workspace files (apply, reject, undo) so
@@ -215,6 +216,29 @@ func (noEditor) ApplyEdit(context.Context, string, []FileEdit) error {
 	return errors.New("no editor attached")
 }
 func (noEditor) Notify(Notification) {}
+
+// queue holds n until flush. Code that runs under applyMu queues its
+// notifications instead of sending them, so that an Editor's Notify never
+// runs while smith holds a lock it might need again (an editor that asks
+// for the change list when told about a change).
+func (e *Engine) queue(n Notification) {
+	e.mu.Lock()
+	e.outbox = append(e.outbox, n)
+	e.mu.Unlock()
+}
+
+// flush sends the queued notifications, in order. Call it after
+// releasing applyMu (a deferred flush registered before the lock's
+// deferred unlock runs after it).
+func (e *Engine) flush() {
+	e.mu.Lock()
+	out := e.outbox
+	e.outbox = nil
+	e.mu.Unlock()
+	for _, n := range out {
+		e.notifyAll(n)
+	}
+}
 
 // notifyAll sends n to every attached Peer's Editor. Called without e.mu.
 func (e *Engine) notifyAll(n Notification) {

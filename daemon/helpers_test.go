@@ -27,6 +27,9 @@ type testEditor struct {
 	applied []applyCall
 	notes   []Notification
 	refuse  error // when set, ApplyEdit fails with it
+	// onNotify, when set, runs inside Notify (without ed.mu), as a front
+	// that reacts to a notification at once would.
+	onNotify func(Notification)
 }
 
 type buffer struct {
@@ -93,8 +96,12 @@ func (ed *testEditor) ApplyEdit(ctx context.Context, label string, edits []FileE
 
 func (ed *testEditor) Notify(n Notification) {
 	ed.mu.Lock()
-	defer ed.mu.Unlock()
 	ed.notes = append(ed.notes, n)
+	hook := ed.onNotify
+	ed.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
 }
 
 func (ed *testEditor) notifications() []Notification {

@@ -748,3 +748,37 @@ func TestRenames(t *testing.T) {
 		t.Fatalf("apply of a conflicting rename: %v", err)
 	}
 }
+
+// TestEditorMayCallBackFromNotify: a front that answers a notification by
+// calling the engine at once (list, preview, even reject) must not
+// deadlock it.
+func TestEditorMayCallBackFromNotify(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo, "b.txt": "b\n"}})
+	ed := newTestEditor()
+	p := f.e.Attach(ed)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	other, _ := f.mustChat(p, "create b.txt with bee")
+	var calls int
+	ed.onNotify = func(n Notification) {
+		if n.Kind != NoteChangeUpdated || n.Change.ID != res.Changes[0] {
+			return
+		}
+		calls++
+		f.e.Changes(ChangeFilter{})
+		if _, err := f.e.Preview(context.Background(), other.Changes[0], nil); err != nil {
+			t.Errorf("preview from Notify: %v", err)
+		}
+		if _, err := f.e.Reject(context.Background(), p, other.Changes[0], nil); err != nil && calls == 1 {
+			t.Errorf("reject from Notify: %v", err)
+		}
+	}
+	if _, err := f.e.Apply(context.Background(), p, res.Changes[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Fatal("Notify was not called")
+	}
+	if c, _ := f.e.Change(other.Changes[0]); c.Status != StatusRejected {
+		t.Fatalf("the reject from Notify did not happen: %+v", c)
+	}
+}

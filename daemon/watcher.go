@@ -226,6 +226,7 @@ func (e *Engine) Revalidate(path string) {
 }
 
 func (e *Engine) revalidateIDs(ids []string) {
+	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
 	for _, id := range ids {
@@ -238,7 +239,7 @@ func (e *Engine) revalidateIDs(ids []string) {
 			continue
 		}
 		if e.revalidate(id, text, exists) {
-			e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: e.view(id)})
+			e.queue(Notification{Kind: NoteChangeUpdated, Change: e.view(id)})
 		}
 	}
 }
