@@ -33,7 +33,7 @@ func sampleSource(t *testing.T) *source {
 		diff:   d,
 		before: map[string][]byte{"doc/f.txt": []byte(strings.Join(before, "\n")), "old.txt": []byte("going\naway\n")},
 		after:  map[string][]byte{"doc/f.txt": []byte(strings.Join(after, "\n")), "new.txt": []byte("fresh\nfile\n")},
-		root:   "/work/proj",
+		root:   "/srv/proj",
 	}
 }
 
@@ -87,7 +87,7 @@ func TestDamageKinds(t *testing.T) {
 			wantLines(t, got, "--- a/proj/doc/f.txt\n+++ b/proj/doc/f.txt\n", "+++ b/proj/new.txt\n", "--- a/proj/old.txt\n")
 		}},
 		{kindAbsolutePath, func(t *testing.T, got string, _ *damaged) {
-			wantLines(t, got, "--- /work/proj/doc/f.txt\n+++ /work/proj/doc/f.txt\n", "--- /dev/null\n+++ /work/proj/new.txt\n")
+			wantLines(t, got, "--- /srv/proj/doc/f.txt\n+++ /srv/proj/doc/f.txt\n", "--- /dev/null\n+++ /srv/proj/new.txt\n")
 		}},
 		{kindTrailingWS, func(t *testing.T, got string, _ *damaged) {
 			stripped := regexp.MustCompile(`(?m)^( .*?)[ \t]+$`).ReplaceAllString(got, "$1")
