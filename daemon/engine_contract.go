@@ -49,7 +49,7 @@ type Engine struct {
 	busy      map[string]string // dialog id -> turn id holding its single-flight lock
 	peers     map[*Peer]struct{}
 	running   int
-	dialogAPI *bool // nil: not probed yet
+	dialogAPI *bool          // nil: not probed yet
 	outbox    []Notification // queued under applyMu, sent by flush
 	closed    bool
 
