@@ -26,8 +26,14 @@ const (
 )
 
 // Engine is the one engine of a workspace. It is safe for concurrent use by
-// any number of Peers. New starts it; Close stops the watcher and waits for
-// running turns to end.
+// any number of Peers. New starts it and takes the workspace's state folder
+// (a second Engine on it fails with ErrStateLocked); Close cancels the
+// running turns, waits for them to end, stops the watcher and releases the
+// folder. Chat after Close fails with ErrClosed.
+//
+// Notifications (Editor.Notify) are sent from the goroutine of the call
+// that caused them (a turn, Apply, the watcher), never while the engine
+// holds a lock, so an Editor may call the Engine from Notify.
 type Engine struct {
 	cfg    Config
 	ws     workspace
