@@ -174,10 +174,13 @@ func ineligible(reason, format string, args ...any) error {
 	return &ineligibleError{reason: reason, detail: fmt.Sprintf(format, args...)}
 }
 
-// diffArgs are the options every diff of the benchmark uses: three lines of
-// context, standard prefixes, no colour, no external or textconv drivers.
-var diffArgs = []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "-U3",
-	"--src-prefix=a/", "--dst-prefix=b/"}
+// diffArgs returns a git diff command line with the options every diff of
+// the benchmark uses: three lines of context, standard prefixes, no colour,
+// no external or textconv drivers.
+func diffArgs(extra ...string) []string {
+	return append([]string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "-U3",
+		"--src-prefix=a/", "--dst-prefix=b/"}, extra...)
+}
 
 // load reads everything about commit id, or returns an *ineligibleError
 // when the commit is not a text-only change within lim.
@@ -204,7 +207,7 @@ func (r *repo) load(ctx context.Context, id string, lim limits) (*commitDiff, er
 			return nil, err
 		}
 	}
-	if cd.diff, err = r.git(ctx, append(diffArgs, "-M", parent, id)...); err != nil {
+	if cd.diff, err = r.git(ctx, diffArgs("-M", parent, id)...); err != nil {
 		return nil, err
 	}
 	if len(cd.diff) > lim.maxDiffBytes {
@@ -213,7 +216,7 @@ func (r *repo) load(ctx context.Context, id string, lim limits) (*commitDiff, er
 	if isBinaryDiff(cd.diff) {
 		return nil, ineligible("binary", "git wrote a binary patch")
 	}
-	if cd.plainDiff, err = r.git(ctx, append(diffArgs, "--no-renames", parent, id)...); err != nil {
+	if cd.plainDiff, err = r.git(ctx, diffArgs("--no-renames", parent, id)...); err != nil {
 		return nil, err
 	}
 	return cd, r.loadFiles(cd)

@@ -35,9 +35,12 @@ const (
 	kindNone = "none"
 )
 
-// allKinds is the cycle of the damaged set, in the order the issue lists them.
-var allKinds = []string{kindLineNumbers, kindCounts, kindMissingPrefix, kindExtraPrefix,
-	kindAbsolutePath, kindTrailingWS, kindCRLF, kindNoNewline, kindReversed, kindBareHeader}
+// allKinds returns the cycle of the damaged set, in the order issue #3 lists
+// the kinds.
+func allKinds() []string {
+	return []string{kindLineNumbers, kindCounts, kindMissingPrefix, kindExtraPrefix,
+		kindAbsolutePath, kindTrailingWS, kindCRLF, kindNoNewline, kindReversed, kindBareHeader}
+}
 
 // source is the undamaged input of one damaged case: a diff without rename
 // detection and the files on both sides, keyed by slash-separated path.

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -59,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.smith, "smith", "", "path of the smith binary (needed by -tools smith)")
 	fs.StringVar(&tools, "tools", "smith,git,patch", "tools to compare, in table order: smith, git, patch")
 	fs.StringVar(&sets, "sets", "real,damaged", "case sets to run: real, damaged")
-	fs.StringVar(&kinds, "kinds", strings.Join(allKinds, ","), "damage kinds to cycle through (or none, to check the harness)")
+	fs.StringVar(&kinds, "kinds", strings.Join(allKinds(), ","), "damage kinds to cycle through (or none, to check the harness)")
 	fs.StringVar(&c.work, "work", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&c.mdOut, "md", "-", "where to write the Markdown report (- for stdout)")
 	fs.StringVar(&c.jsonOut, "json", "", "where to write the JSON summary with every case")
@@ -83,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.tools, c.sets, c.kinds = splitList(tools), splitList(sets), splitList(kinds)
 	c.dump, c.ignored = splitList(dump), splitList(ignored)
 	for _, k := range c.kinds {
-		if k != kindNone && !contains(allKinds, k) {
+		if k != kindNone && !slices.Contains(allKinds(), k) {
 			return nil, fmt.Errorf("unknown damage kind %q", k)
 		}
 	}
@@ -103,15 +104,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func main() {
@@ -189,11 +181,11 @@ func run(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	var cases []*benchCase
-	if contains(c.sets, setReal) {
+	if slices.Contains(c.sets, setReal) {
 		cases = append(cases, realCases(commits)...)
 		s.Contents = contents(commits)
 	}
-	if contains(c.sets, setDamaged) {
+	if slices.Contains(c.sets, setDamaged) {
 		dc, skipped := damagedCases(commits, c, ws.root, log)
 		s.DamageSkipped = skipped
 		cases = append(cases, dc...)

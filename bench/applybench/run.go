@@ -23,8 +23,6 @@ const (
 	outcomeFailedChanged = "failed-changed" // failure, but files were changed anyway
 )
 
-var allOutcomes = []string{outcomeExact, outcomeSilentWrong, outcomeRefused, outcomeFailedChanged}
-
 // tool is an applier under test, run as a whole process in the workspace
 // root with the patch file (which lies outside the workspace) as argument.
 type tool struct {
