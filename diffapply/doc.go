@@ -82,7 +82,8 @@
 // Context lines are written as the file has them (bytes and ending). Added
 // lines take the file's convention: CRLF when most lines end in CRLF, so a
 // CRLF file stays CRLF and a mixed file keeps each untouched line's own
-// ending. The final newline follows the diff's markers where the last hunk
+// ending. Into a new or empty file each line goes with the diff's own
+// ending for it. The final newline follows the diff's markers where the last hunk
 // reaches the end of the file, and the file's own state when the diff has
 // no marker.
 //

@@ -19,6 +19,7 @@ import (
 type hunkLine struct {
 	op   byte
 	text string
+	cr   bool // the diff's line ended in CRLF (used only for a new file's lines)
 }
 
 // hunk is a parsed, repaired, recounted hunk.
@@ -289,11 +290,12 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 		for text != "" {
 			l, rest, _ := strings.Cut(text, "\n")
 			text = rest
+			cr := strings.HasSuffix(l, "\r")
 			l = strings.TrimSuffix(l, "\r")
 			if l == "" {
 				l = " " // GNU diff's empty context line
 			}
-			h.lines = append(h.lines, hunkLine{op: l[0], text: l[1:]})
+			h.lines = append(h.lines, hunkLine{op: l[0], text: l[1:], cr: cr})
 		}
 	}
 	if h.newNoNL && len(h.lines) > 0 && h.lines[len(h.lines)-1].op == ' ' {

@@ -205,7 +205,7 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		if opts.Reverse {
 			fds[i].reverse()
 		}
-		planned[i], errs[i] = planFile(ws, fds[i], opts, sc.crlf)
+		planned[i], errs[i] = planFile(ws, fds[i], opts)
 	}
 	if opts.ReadFile != nil || opts.Select != nil {
 		// Callbacks are documented to run on Plan's goroutine.
@@ -382,7 +382,7 @@ func detect(o, n string) [][2]string {
 }
 
 // planFile resolves, reads and matches one file; nil when not selected.
-func planFile(ws *workspace, fd *fileDiff, opts Options, crlfDiff bool) (*File, error) {
+func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
 	read := func(rel string) ([]byte, bool, error) {
 		if opts.ReadFile != nil {
 			return opts.ReadFile(rel)
@@ -455,7 +455,7 @@ func planFile(ws *workspace, fd *fileDiff, opts Options, crlfDiff bool) (*File, 
 	}
 	f.checkExistence(fd, exists)
 	f.lines = splitLines(before)
-	f.conv = f.lines.convention(crlfDiff)
+	f.conv = f.lines.convention()
 	m := &matcher{l: f.lines}
 	for i, h := range fd.hunks {
 		pub := &Hunk{
@@ -600,7 +600,7 @@ func (f *File) render(ids []int) []byte {
 			case '-':
 				oi++
 			case '+':
-				emit(op.text, f.conv)
+				emit(op.text, f.addedEOL(op))
 			}
 		}
 		pos = oi
@@ -625,9 +625,22 @@ func (f *File) render(ids []int) []byte {
 	case wantFinal < 0:
 		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
 	case wantFinal > 0 && s != "" && !strings.HasSuffix(s, "\n"):
-		s += f.conv
+		s += f.conv // an old-side marker with the file's own last line
 	}
 	return []byte(s)
+}
+
+// addedEOL is the ending of an added line: the file's convention, or for
+// a file that was empty the diff's own ending of that line (so a new file
+// is created byte for byte as the diff says, mixed endings included).
+func (f *File) addedEOL(op hunkLine) string {
+	switch {
+	case f.lines.len() > 0:
+		return f.conv
+	case op.cr:
+		return "\r\n"
+	}
+	return "\n"
 }
 
 // Writes returns the writes that apply the chosen hunks (nil ids means

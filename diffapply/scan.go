@@ -53,7 +53,6 @@ var extendedPrefixes = []string{
 type scanned struct {
 	files   []*rawFile
 	repairs []string
-	crlf    bool // the diff's own lines end in CRLF
 }
 
 // scan splits a diff into file sections and hunks. It never fails on
@@ -61,9 +60,6 @@ type scanned struct {
 func scan(diff []byte) (*scanned, error) {
 	text := string(diff)
 	sc := &scanned{}
-	if strings.Contains(text, "\r\n") {
-		sc.crlf = true
-	}
 	if strings.Contains(text, "\n*** Begin Patch") || strings.HasPrefix(text, "*** Begin Patch") {
 		return nil, &ParseError{Line: 1, Msg: "this is an apply_patch envelope (*** Begin Patch), not a unified diff"}
 	}
@@ -155,7 +151,9 @@ func isExtended(l string) bool {
 }
 
 // unfence returns the contents of the Markdown code fences that hold a
-// diff, or the text unchanged when it has no such fence.
+// diff, or the text unchanged when it has no such fence. Only a fence at
+// column 0 counts: a diff's body lines start with ' ', '+' or '-', so a
+// context line " ```" of a Markdown file is never taken for a fence.
 func unfence(text string) (string, bool) {
 	if !strings.Contains(text, "```") && !strings.Contains(text, "~~~") {
 		return text, false
@@ -170,8 +168,7 @@ func unfence(text string) (string, bool) {
 		block = nil
 	}
 	for _, l := range strings.SplitAfter(text, "\n") {
-		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
 			if in {
 				flush()
 			}

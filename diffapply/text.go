@@ -53,8 +53,8 @@ func splitLines(b []byte) lines {
 func (l lines) len() int { return len(l.text) }
 
 // convention is the line ending added lines get: CRLF when most lines of
-// the file end in CRLF, else LF. An empty file follows the diff (crlfDiff).
-func (l lines) convention(crlfDiff bool) string {
+// the file end in CRLF, else LF.
+func (l lines) convention() string {
 	var crlf, lf int
 	for _, e := range l.eol {
 		switch e {
@@ -64,7 +64,7 @@ func (l lines) convention(crlfDiff bool) string {
 			lf++
 		}
 	}
-	if crlf > lf || (crlf == 0 && lf == 0 && crlfDiff) {
+	if crlf > lf {
 		return "\r\n"
 	}
 	return "\n"
