@@ -190,7 +190,9 @@ func sseHeader() http.Header {
 
 // streamTurn answers 200 with the turn's SSE stream.
 func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, faults []Fault, t *turn) {
-	s.streams.Add(1)
+	if !s.beginStream(w) {
+		return
+	}
 	defer s.streams.Done()
 	if t.rec != nil {
 		defer s.commit(t.rec)

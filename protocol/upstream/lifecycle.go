@@ -129,7 +129,9 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 		s.serveReplay(w, r)
 		return
 	}
-	s.streams.Add(1)
+	if !s.beginStream(w) {
+		return
+	}
 	defer s.streams.Done()
 	for k, v := range sseHeader() {
 		w.Header()[k] = v
@@ -153,6 +155,7 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 	if sess.sink.write(lcFraming.event(lcSessionStart{"session_start", sess.id})) != nil {
 		return
 	}
+	defer sess.sink.close() // runs after the pinger stops; a turn still playing gets errors
 	defer sess.sink.pinger(s.pingInterval(DefaultLifecyclePingInterval), func() []byte { return lcFraming.comment("keepalive") })()
 	<-ctx.Done()
 }
@@ -217,7 +220,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, faults []Fa
 	ops[len(ops)-1].action = func() error { release(); return nil }
 	ops = applyFaults(ops, faults, lcFraming, func(c string) []byte { return lcFraming.event(lcText{"text", msgID, c}) })
 	cut := hasFault(faults, "cut-mid-event")
-	s.streams.Add(1)
+	if !s.beginStream(w) {
+		release()
+		return
+	}
 	go func() {
 		defer s.streams.Done()
 		_ = play(sess.ctx, sess.sink, ops, s.opts.DeltaDelay)

@@ -8,7 +8,9 @@ import (
 // byte, in the configured write sizes (cycled), flushing after each write
 // so a client sees exactly those chunk boundaries.
 func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request) {
-	s.streams.Add(1)
+	if !s.beginStream(w) {
+		return
+	}
 	defer s.streams.Done()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")

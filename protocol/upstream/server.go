@@ -84,7 +84,8 @@ type Server struct {
 
 	shutdown     context.Context // cancelled by Close: streams end
 	stopStreams  context.CancelFunc
-	streams      sync.WaitGroup
+	closing      bool           // set by Close (under mu): no new stream starts
+	streams      sync.WaitGroup // streams in flight; Close waits for them
 	srv          *http.Server
 	startedAt    time.Time
 	statusActive bool
@@ -221,6 +222,9 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 // "Server is shutting down" error and done), stops the listener and marks
 // status.json "stopped". It is safe to call more than once.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.stopStreams()
 	s.streams.Wait()
 	s.mu.Lock()
@@ -237,6 +241,19 @@ func (s *Server) Close() error {
 		err = serr
 	}
 	return err
+}
+
+// beginStream registers a stream so that Close waits for it; it answers
+// 503 and reports false once Close has begun.
+func (s *Server) beginStream(w http.ResponseWriter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		writeJSON(w, http.StatusServiceUnavailable, detail("Server is shutting down"))
+		return false
+	}
+	s.streams.Add(1)
+	return true
 }
 
 // serverStatus is .agentsmithy/status.json (agentsmithy.md section 1).

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -95,6 +96,20 @@ func (s *sink) writeLocked(b []byte) error {
 		s.err = err
 	}
 	return s.err
+}
+
+// errSinkClosed is returned by writes after the response is finished.
+var errSinkClosed = errors.New("upstream: response finished")
+
+// close makes every later write fail: a handler calls it before returning,
+// because a ResponseWriter must not be used after that (the lifecycle
+// turn goroutine may still be running).
+func (s *sink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = errSinkClosed
+	}
 }
 
 // hold keeps the sink locked (so not even a ping goes out) for d or until
