@@ -12,16 +12,20 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-// An archived case (bench/failures/*.txtar, or one written by -failures) is
-// a txtar archive: patch.diff, before/<path>... and want/<path>... (got/ is
-// ignored). The comment is "key: value" lines; replay reads two keys:
+// An archived case (bench/failures/*.txtar, or one written by -failures)
+// uses the layout of diffapply's case suite (diffapply/testdata/cases), so
+// it can be copied there as a test:
 //
-//	root: <name>   the workspace directory's name (default "proj"); it matters
-//	               for the extra-prefix kind
-//	no final newline (txtar adds one): before/x want/x ...
-//	               files whose last newline txtar added and replay removes
+//	-- diff --       the patch; "$ROOT" stands for the workspace's absolute path
+//	-- in/PATH --    a file before
+//	-- out/PATH --   a file expected after; files not listed must not exist
+//	-- gone --       paths the patch deletes (informative; out/ decides)
+//	-- got/PATH --   a dumped case only: what the tool left (ignored here)
 //
-// "$ROOT" in patch.diff stands for the workspace's absolute path.
+// A name ending in .nonl loses its final newline (txtar adds one to every
+// file). The comment is free text; replay reads two "key: value" lines from
+// it: "root: NAME", the workspace directory's name (default "proj"; the
+// extra-prefix kind depends on it), and "kind: KIND".
 const rootPlaceholder = "$ROOT"
 
 // archived is a case read back from a txtar archive.
@@ -39,42 +43,36 @@ func readArchive(path string) (*archived, error) {
 		return nil, err
 	}
 	c := &archived{name: filepath.Base(path), root: "proj", before: map[string][]byte{}, after: map[string][]byte{}}
-	noNL := map[string]bool{}
 	for _, line := range strings.Split(string(a.Comment), "\n") {
-		key, value, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		switch key {
+		switch key, value, _ := strings.Cut(line, ": "); key {
 		case "root":
 			c.root = strings.TrimSpace(value)
 		case "kind":
 			c.kind = strings.TrimSpace(value)
-		case "no final newline (txtar adds one)":
-			for _, f := range strings.Fields(value) {
-				noNL[f] = true
-			}
 		}
 	}
 	for _, f := range a.Files {
-		data := f.Data
-		if noNL[f.Name] {
-			data = bytes.TrimSuffix(data, []byte("\n"))
+		name, data := f.Name, f.Data
+		if n, ok := strings.CutSuffix(name, nonlSuffix); ok {
+			name, data = n, bytes.TrimSuffix(data, []byte("\n"))
 		}
-		switch dir, rel, _ := strings.Cut(f.Name, "/"); {
-		case f.Name == "patch.diff":
+		switch dir, rel, _ := strings.Cut(name, "/"); {
+		case name == "diff":
 			c.patch = data
-		case dir == "before":
+		case dir == "in":
 			c.before[rel] = data
-		case dir == "want":
+		case dir == "out":
 			c.after[rel] = data
 		}
 	}
 	if c.patch == nil {
-		return nil, fmt.Errorf("%s: no patch.diff", path)
+		return nil, fmt.Errorf("%s: no diff section", path)
 	}
 	return c, nil
 }
+
+// nonlSuffix marks an archived file whose final newline txtar added.
+const nonlSuffix = ".nonl"
 
 // replay applies archived cases with every tool and prints one Markdown row
 // per case. It is how a fix in diffapply is checked against bench/failures.

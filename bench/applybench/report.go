@@ -236,8 +236,8 @@ func formatCounts(m map[string]int) string {
 func shortID(id string) string { return id[:min(12, len(id))] }
 
 // writeFailures writes one txtar per non-exact result of the dump tools:
-// the patch, the files before, the expected files and what the tool left.
-// txtar adds a final newline to files that lack one; the comment says which.
+// the patch, the files before, the expected files and what the tool left,
+// in the layout replay reads (see archived).
 func writeFailures(dir, root string, cases []*benchCase, dump []string, tools []tool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -278,26 +278,30 @@ func failureArchive(root string, bc *benchCase, res *result) *txtar.Archive {
 	if res.Stderr != "" {
 		fmt.Fprintf(&c, "output:\n%s\n", indent(res.Stderr))
 	}
-	a := &txtar.Archive{}
+	a := &txtar.Archive{Comment: []byte(c.String())}
 	patch := bytes.ReplaceAll(bc.patch, []byte(filepath.ToSlash(root)), []byte(rootPlaceholder))
-	a.Files = append(a.Files, txtar.File{Name: "patch.diff", Data: patch})
-	var noNL []string
+	a.Files = append(a.Files, txtar.File{Name: "diff", Data: patch})
 	add := func(prefix string, files map[string][]byte) {
 		for _, p := range sortedKeys(files) {
-			b := files[p]
+			name, b := prefix+p, files[p]
 			if len(b) > 0 && b[len(b)-1] != '\n' {
-				noNL = append(noNL, prefix+p)
+				name += nonlSuffix
 			}
-			a.Files = append(a.Files, txtar.File{Name: prefix + p, Data: b})
+			a.Files = append(a.Files, txtar.File{Name: name, Data: b})
 		}
 	}
-	add("before/", bc.before)
-	add("want/", bc.after)
-	add("got/", res.got)
-	if len(noNL) > 0 {
-		fmt.Fprintf(&c, "no final newline (txtar adds one): %s\n", strings.Join(noNL, " "))
+	add("in/", bc.before)
+	add("out/", bc.after)
+	var gone []string
+	for _, p := range sortedKeys(bc.before) {
+		if _, ok := bc.after[p]; !ok {
+			gone = append(gone, p)
+		}
 	}
-	a.Comment = []byte(c.String())
+	if len(gone) > 0 {
+		a.Files = append(a.Files, txtar.File{Name: "gone", Data: []byte(strings.Join(gone, "\n") + "\n")})
+	}
+	add("got/", res.got)
 	return a
 }
 
