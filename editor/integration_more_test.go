@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
@@ -208,5 +209,73 @@ func TestProgress(t *testing.T) {
 	}
 	if _, ok := kinds[`"tok-1"`]; !ok {
 		t.Errorf("the client's token was not used: %v", kinds)
+	}
+}
+
+// TestCancelPropagatesToTheEditor: cancelling an apply while the editor
+// still holds the workspace/applyEdit makes smith cancel that request too
+// ($/cancelRequest server → client), and nothing is applied.
+func TestCancelPropagatesToTheEditor(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	res := s.mustChat("rename total to sum in calc.go")
+	s.HoldEdits(true)
+	call, err := s.CallRaw(editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(s.Edits()) == 0 { // the editor holds the edit now
+		select {
+		case <-ctx.Done():
+			t.Fatal("no workspace/applyEdit arrived")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := s.Cancel(ctx, call.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitNotification(ctx, "$/cancelRequest", nil); err != nil {
+		t.Fatalf("smith did not cancel its workspace/applyEdit: %v", err)
+	}
+	raw := <-call.Response
+	if !strings.Contains(string(raw), `"error"`) {
+		t.Errorf("a cancelled apply answered %s", raw)
+	}
+	if b, _ := s.Buffer(path); b.Text != calcGo {
+		t.Errorf("the buffer changed:\n%s", b.Text)
+	}
+	if c := s.change(res.Changes[0]); c.Status != daemon.StatusPending {
+		t.Errorf("status %s after a cancelled apply, want pending", c.Status)
+	}
+}
+
+// TestEditorRefusesTheEdit: applied=false from the editor is a conflict
+// and the change stays pending.
+func TestEditorRefusesTheEdit(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	if err := s.Open(ctx, filepath.Join(ws, "calc.go"), calcGo); err != nil {
+		t.Fatal(err)
+	}
+	res := s.mustChat("rename total to sum in calc.go")
+	s.RefuseEdits(true)
+	err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0]}, nil)
+	if got := rpcCode(t, err); got != editor.CodeConflict {
+		t.Fatalf("code %d, want %d (%v)", got, editor.CodeConflict, err)
+	}
+	if c := s.change(res.Changes[0]); c.Status != daemon.StatusPending {
+		t.Errorf("status %s, want pending", c.Status)
+	}
+	s.RefuseEdits(false)
+	if err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0]}, nil); err != nil {
+		t.Errorf("apply after the editor accepts again: %v", err)
 	}
 }

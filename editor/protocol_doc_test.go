@@ -49,7 +49,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		"MethodNotFound": jsonrpc2.MethodNotFound, "InvalidParams": jsonrpc2.InvalidParams,
 		"InternalError": jsonrpc2.InternalError, "ServerNotInitialized": jsonrpc2.ServerNotInitialized,
 		"RequestCancelled": CodeRequestCancelled,
-		"DialogBusy": CodeDialogBusy, "TooManyTurns": CodeTooManyTurns, "MessageTooLong": CodeMessageTooLong,
+		"DialogBusy":       CodeDialogBusy, "TooManyTurns": CodeTooManyTurns, "MessageTooLong": CodeMessageTooLong,
 		"UnknownChange": CodeUnknownChange, "UnknownDialog": CodeUnknownDialog, "Conflict": CodeConflict,
 		"Unsupported": CodeUnsupported, "UpstreamUnreachable": CodeUpstreamUnreachable, "UpstreamError": CodeUpstreamError,
 	}

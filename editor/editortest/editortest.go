@@ -59,15 +59,31 @@ type Editor struct {
 	rawCalls map[string]chan json.RawMessage
 	rawSeq   int
 
-	// RefuseEdits makes the editor answer workspace/applyEdit with
-	// applied=false.
-	RefuseEdits bool
+	refuseEdits bool // see RefuseEdits
+	holdEdits   bool // see HoldEdits
 	// Encoding is the position encoding the editor uses ("utf-16" unless
 	// Initialize negotiated another).
 	Encoding string
 	// observe, when set, receives every notification on the read loop
 	// instead of the record (see Observe).
 	observe func(method string, params []byte)
+}
+
+// RefuseEdits makes the editor answer workspace/applyEdit with
+// applied=false from now on (or again normally, with false).
+func (e *Editor) RefuseEdits(refuse bool) {
+	e.mu.Lock()
+	e.refuseEdits = refuse
+	e.mu.Unlock()
+}
+
+// HoldEdits makes the editor sit on workspace/applyEdit until the server
+// cancels it with $/cancelRequest (then it answers RequestCancelled, as
+// LSP asks).
+func (e *Editor) HoldEdits(hold bool) {
+	e.mu.Lock()
+	e.holdEdits = hold
+	e.mu.Unlock()
 }
 
 // Observe sends every later notification to f, on the connection's read
@@ -437,7 +453,7 @@ func (e *Editor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	}
 	switch req.Method() {
 	case "workspace/applyEdit":
-		return e.applyEdit(ctx, params)
+		return e.applyEdit(ctx, req.ID(), params)
 	case "window/workDoneProgress/create":
 		return nil, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"go.lsp.dev/jsonrpc2"
 )
 
 type position struct {
@@ -57,15 +59,18 @@ type planned struct {
 // every versioned text edit must match its buffer's version; open buffers
 // are edited in memory (a didChange with the new version is sent before
 // the answer), closed files on disk.
-func (e *Editor) applyEdit(ctx context.Context, raw json.RawMessage) (*applyEditResult, error) {
+func (e *Editor) applyEdit(ctx context.Context, id jsonrpc2.ID, raw json.RawMessage) (*applyEditResult, error) {
 	var p applyEditParams
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
 	e.edits = append(e.edits, raw)
-	refuse, enc := e.RefuseEdits, e.Encoding
+	refuse, hold, enc := e.refuseEdits, e.holdEdits, e.Encoding
 	e.mu.Unlock()
+	if hold {
+		return nil, e.waitCancel(ctx, id)
+	}
 	if refuse {
 		return &applyEditResult{Applied: false, FailureReason: "refused by the test"}, nil
 	}
@@ -117,6 +122,29 @@ func (e *Editor) applyEdit(ctx context.Context, raw json.RawMessage) (*applyEdit
 		}
 	}
 	return &applyEditResult{Applied: true}, nil
+}
+
+// waitCancel blocks until the server sends $/cancelRequest for id.
+func (e *Editor) waitCancel(ctx context.Context, id jsonrpc2.ID) error {
+	want, _ := json.Marshal(map[string]any{"id": idValue(id)})
+	_, err := e.WaitNotification(ctx, "$/cancelRequest", func(p json.RawMessage) bool {
+		var got, w any
+		json.Unmarshal(p, &got)
+		json.Unmarshal(want, &w)
+		return fmt.Sprint(got) == fmt.Sprint(w)
+	})
+	if err != nil {
+		return err
+	}
+	return jsonrpc2.NewError(-32800, "request cancelled")
+}
+
+func idValue(id jsonrpc2.ID) any {
+	if n, ok := id.Number(); ok {
+		return n
+	}
+	s, _ := id.StringValue()
+	return s
 }
 
 // current is the text an edit of path applies to: the result of an earlier
