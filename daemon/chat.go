@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -185,10 +186,20 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		}
 		emit(ev)
 	}
+	history, upstreamID, local := e.localTurn(t.dialog)
 	handle := func(ev protocol.Event) {
-		if t.dialog == "" && ev.DialogID != "" {
+		switch {
+		case t.dialog == "" && ev.DialogID != "":
 			e.learnDialog(t, ev.DialogID)
 			res.DialogID = ev.DialogID
+		case local && ev.DialogID != "" && ev.DialogID != upstreamID:
+			upstreamID = ev.DialogID
+			e.learnUpstreamID(t.dialog, upstreamID)
+		case local:
+			if id := contextID(ev); id != "" && id != upstreamID {
+				upstreamID = id
+				e.learnUpstreamID(t.dialog, upstreamID)
+			}
 		}
 		out(ev)
 		if ev.Type == protocol.KindChange && ev.Change != nil {
@@ -197,12 +208,16 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 	}
 	e.log.Debug("turn start", "turn", t.id, "dialog", t.dialog, "chars", utf8.RuneCountInString(req.Message))
 	preq := protocol.ChatRequest{DialogID: t.dialog, TurnID: t.id, Message: req.Message, Context: req.Context}
-	local := t.dialog != "" && !e.hasDialogAPI(t.ctx)
 	if local {
-		preq.History = e.localHistory(t.dialog)
+		// A local dialog's id is smith's; the upstream knows the
+		// conversation by its own id, if any, and by its history.
+		preq.DialogID, preq.History = upstreamID, history
 	}
 	sum, err := e.client.Chat(t.ctx, preq, handle)
 	if local && sum != nil {
+		if sum.DialogID != "" && sum.DialogID != upstreamID {
+			e.learnUpstreamID(t.dialog, sum.DialogID)
+		}
 		e.recordLocalTurn(t.dialog, req.Message, sum.Text)
 	}
 	if !sawEnd {
@@ -238,6 +253,22 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		return res, fmt.Errorf("turn %s: %w", t.id, err)
 	}
 	return res, nil
+}
+
+// contextID returns the oracle's context_id from its done chunk, which
+// the protocol package passes on as the raw data of a "summary" notice
+// without making it the turn's dialog id.
+func contextID(ev protocol.Event) string {
+	if ev.Type != protocol.KindNotice || ev.Notice == nil || ev.Notice.Kind != "summary" || len(ev.Notice.Data) == 0 {
+		return ""
+	}
+	var v struct {
+		ContextID string `json:"context_id"`
+	}
+	if json.Unmarshal(ev.Notice.Data, &v) != nil {
+		return ""
+	}
+	return v.ContextID
 }
 
 // onChange records a change event of t as a proposal (or as a change the

@@ -23,6 +23,10 @@ import (
 type localDialog struct {
 	Dialog
 	Messages []protocol.HistoryMessage `json:"messages"`
+	// UpstreamID is the upstream's own name for the conversation when it
+	// assigns one: a lifecycle session id, an oracle context_id. It is
+	// learnt from the first turn and sent with the next ones.
+	UpstreamID string `json:"upstreamId,omitempty"`
 }
 
 func newDialogID() string {
@@ -113,14 +117,26 @@ func (e *Engine) setCurrent(id string) {
 	}
 }
 
-// history returns the messages of a local dialog to send with a turn.
-func (e *Engine) localHistory(id string) []protocol.HistoryMessage {
+// localTurn returns what a turn in local dialog id sends upstream: the
+// earlier messages and the upstream's id of the conversation. ok is false
+// when id is not a local dialog.
+func (e *Engine) localTurn(id string) (history []protocol.HistoryMessage, upstreamID string, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if d := e.localDialog(id); d != nil {
-		return slices.Clone(d.Messages)
+	d := e.localDialog(id)
+	if d == nil {
+		return nil, "", false
 	}
-	return nil
+	return slices.Clone(d.Messages), d.UpstreamID, true
+}
+
+// learnUpstreamID remembers the upstream's id of local dialog id.
+func (e *Engine) learnUpstreamID(id, upstreamID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d := e.localDialog(id); d != nil && upstreamID != "" && upstreamID != id {
+		d.UpstreamID = upstreamID
+	}
 }
 
 // recordLocalTurn appends a finished turn to a local dialog.

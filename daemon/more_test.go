@@ -782,3 +782,57 @@ func TestEditorMayCallBackFromNotify(t *testing.T) {
 		t.Fatalf("the reject from Notify did not happen: %+v", c)
 	}
 }
+
+// TestLocalDialogsAcrossDialects: every dialect without a dialog API gets
+// smith's local dialogs; those whose server names the conversation
+// (lifecycle's session, oracle's context_id) have that name learnt on the
+// first turn and sent with the next.
+func TestLocalDialogsAcrossDialects(t *testing.T) {
+	for _, d := range []protocol.Dialect{protocol.DialectTextbook, protocol.DialectRAG, protocol.DialectOracle, protocol.DialectLifecycle} {
+		t.Run(string(d), func(t *testing.T) {
+			ws := t.TempDir()
+			if err := os.WriteFile(ws+"/calc.go", []byte("package calc\n\nfunc total() int { return 1 }\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: d, PingInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(up.Handler())
+			defer srv.Close()
+			e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, Dialect: d, StateDir: t.TempDir(), NoWatch: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			p := e.Attach(nil)
+			var dialog string
+			for _, msg := range []string{"rename total to subtotal in calc.go", "hello there"} {
+				var evs []protocol.Event
+				res, err := e.Chat(context.Background(), p, ChatRequest{Message: msg}, func(ev protocol.Event) { evs = append(evs, ev) })
+				if err != nil || res.Outcome != protocol.OutcomeCompleted {
+					t.Fatalf("%q: %v %+v %+v", msg, err, res, evs)
+				}
+				if dialog == "" {
+					dialog = res.DialogID
+				} else if res.DialogID != dialog {
+					t.Fatalf("second turn in %s, first in %s", res.DialogID, dialog)
+				}
+				for _, ev := range evs {
+					if ev.DialogID != dialog {
+						t.Fatalf("event tagged %s, want smith's dialog %s", ev.DialogID, dialog)
+					}
+				}
+			}
+			e.mu.Lock()
+			ld := e.localDialog(dialog)
+			e.mu.Unlock()
+			if ld == nil || len(ld.Messages) < 3 {
+				t.Fatalf("local dialog %+v", ld)
+			}
+			if (d == protocol.DialectLifecycle || d == protocol.DialectOracle) && ld.UpstreamID == "" {
+				t.Fatalf("the upstream's id of the conversation was not learnt: %+v", ld)
+			}
+		})
+	}
+}
