@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -210,11 +211,12 @@ func allFiles(rest string) bool {
 	return strings.Contains(r, "all files") || strings.Contains(r, "the workspace") || strings.Contains(r, "everywhere") || strings.Contains(r, "every file")
 }
 
-// cleanRel strips quotes, backticks and a leading "./" from a file name.
+// cleanRel strips quotes and backticks from a file name and cleans it;
+// ".." stays, so that the workspace refuses a path that leaves it.
 func cleanRel(name string) string {
 	name = strings.Trim(name, "`'\"")
 	name = strings.TrimSuffix(name, ",")
-	return strings.TrimPrefix(path.Clean("/"+strings.ReplaceAll(name, "\\", "/")), "/")
+	return path.Clean(strings.ReplaceAll(name, "\\", "/"))
 }
 
 func wordRe(ident string) *regexp.Regexp {
@@ -360,7 +362,7 @@ func planComment(ws *workspace, s *script, fn, file string) {
 func planCreate(ws *workspace, s *script, file, content string) {
 	rel := cleanRel(file)
 	if _, err := ws.abs(rel); err != nil {
-		s.Outro = fmt.Sprintf("I won't write `%s`: it is outside the workspace.", file)
+		s.Outro = notFound(ws, rel, err)
 		return
 	}
 	content = strings.TrimSpace(content)
@@ -455,6 +457,9 @@ func planHelp(ws *workspace, s *script, msg string) {
 }
 
 func notFound(ws *workspace, rel string, err error) string {
+	if errors.Is(err, errOutside) {
+		return fmt.Sprintf("I won't touch `%s`: it is outside the workspace (or in its .git or .agentsmithy folder).", rel)
+	}
 	if err != nil {
 		return fmt.Sprintf("I can't use `%s`: %v.", rel, err)
 	}

@@ -217,9 +217,11 @@ func fileChange(rel, status string, base, now []byte, had bool) changedFile {
 	}
 	oldText, newText := string(base), string(now)
 	d := standardDiff("a/"+rel, "b/"+rel, oldText, newText)
-	for _, l := range strings.Split(d, "\n") {
+	// Count from the diff's lines, not its text: a removed "-- x" line
+	// reads "--- x" in the text.
+	for i, l := range unifiedDiffLines(splitKeepLF(oldText), splitKeepLF(newText), "", "") {
 		switch {
-		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
+		case i < 2: // the --- and +++ headers
 		case strings.HasPrefix(l, "+"):
 			c.Additions++
 		case strings.HasPrefix(l, "-"):
