@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/smith-dev/smith/daemon"
@@ -142,6 +143,28 @@ func capsOf(caps ClientCapabilities) clientCaps {
 	return cc
 }
 
+// Validate checks the fields whose form is fixed, so that a bad value is
+// reported as coming from initializationOptions.
+func (o InitOptions) Validate() error {
+	if o.Upstream != "" && !strings.HasPrefix(o.Upstream, "http://") && !strings.HasPrefix(o.Upstream, "https://") {
+		return fmt.Errorf("initializationOptions.upstream %q is not an http:// or https:// URL", o.Upstream)
+	}
+	switch protocol.Dialect(o.Dialect) {
+	case protocol.DialectAuto, "auto", protocol.DialectAgentSmithy, protocol.DialectRAG, protocol.DialectTextbook, protocol.DialectLifecycle, protocol.DialectOracle:
+	default:
+		return fmt.Errorf("initializationOptions.dialect %q is not one of agentsmithy, rag, textbook, lifecycle, oracle", o.Dialect)
+	}
+	if o.IdleTimeout != "" {
+		if _, err := time.ParseDuration(o.IdleTimeout); err != nil {
+			return fmt.Errorf("initializationOptions.idleTimeout %q is not a duration such as 60s", o.IdleTimeout)
+		}
+	}
+	if o.MaxTurns < 0 || o.MaxMessage < 0 {
+		return errors.New("initializationOptions.maxTurns and maxMessage must be positive")
+	}
+	return nil
+}
+
 // DefaultUpstream is the upstream used when nothing names one and no
 // AgentSmithy server is discovered in the workspace.
 const DefaultUpstream = "http://127.0.0.1:8765"
@@ -156,6 +179,9 @@ func DefaultResolve(_ context.Context, workspace string, init InitOptions) (daem
 // ApplyInitOptions fills the zero fields of cfg from init: fields already
 // set (from flags) win.
 func ApplyInitOptions(cfg daemon.Config, init InitOptions) (daemon.Config, error) {
+	if err := init.Validate(); err != nil {
+		return cfg, err
+	}
 	if cfg.Workspace == "" {
 		cfg.Workspace = init.Workspace
 	}
@@ -168,7 +194,7 @@ func ApplyInitOptions(cfg daemon.Config, init InitOptions) (daemon.Config, error
 	if cfg.Upstream == "" {
 		cfg.Upstream = init.Upstream
 	}
-	if cfg.Dialect == "" {
+	if cfg.Dialect == "" && init.Dialect != "auto" {
 		cfg.Dialect = protocol.Dialect(init.Dialect)
 	}
 	if cfg.StateDir == "" {

@@ -131,6 +131,9 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 		if ws == "" {
 			return daemon.Config{}, errors.New("no workspace: the editor sent no rootUri or workspaceFolders; start smith serve with --workspace DIR")
 		}
+		if err := init.Validate(); err != nil {
+			return daemon.Config{}, err
+		}
 		layered := maps.Clone(o.settings)
 		for key, v := range initSettings(init) {
 			if _, set := layered[key]; !set && v != "" {
