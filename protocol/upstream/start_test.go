@@ -1,7 +1,10 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net/http"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -91,5 +94,39 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
 		}
+	}
+}
+
+// TestCloseEndsStreamsWithShutdownError: a v2 stream in flight gets the
+// real server's shutdown error and done when the server closes.
+func TestCloseEndsStreamsWithShutdownError(t *testing.T) {
+	s, base := newTestServer(t, Options{})
+	req, err := http.NewRequest("POST", base+"/api/chat", strings.NewReader(`{"messages": [{"role": "user", "content": "hello"}], "dialog_id": "`+testDialog+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(FaultHeader, "stall=60")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"type": "user"`) {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	rest, _ := io.ReadAll(br)
+	want := "\r\ndata: {\"dialog_id\": \"" + testDialog + "\", \"type\": \"error\", \"error\": \"Server is shutting down\"}\r\n\r\n" +
+		"data: {\"dialog_id\": \"" + testDialog + "\", \"type\": \"done\", \"done\": true}\r\n\r\n"
+	if string(rest) != want {
+		t.Errorf("after close:\n got %q\nwant %q", rest, want)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if res, _ := do(t, "POST", base+"/api/chat", `{"messages": [{"role": "user", "content": "x"}]}`); res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("chat after Close: %d, want 503", res.StatusCode)
 	}
 }
