@@ -139,6 +139,11 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 		}
 		syncDir(filepath.Dir(e.Path))
 	}
+	for i, e := range entries {
+		if writes[i].Content == nil {
+			removeEmptyParents(ws.real, filepath.Dir(e.Path))
+		}
+	}
 	if tx != "" {
 		if err := os.RemoveAll(tx); err != nil {
 			return fmt.Errorf("all files written, but removing the journal %s failed: %w", tx, err)
@@ -146,6 +151,18 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 		syncDir(journalDir)
 	}
 	return nil
+}
+
+// removeEmptyParents removes dir and its parents while they are empty,
+// stopping at root, as git does after deleting a file. Best effort: a
+// directory that is not empty, or cannot be removed, simply stays.
+func removeEmptyParents(root, dir string) {
+	for dir != root {
+		if _, ok := within(root, dir); !ok || os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // prepare resolves every target, checks hashes and reads the pre-images.

@@ -243,3 +243,21 @@ func TestRandomRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleteRemovesEmptyDirectories(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"a/b/c.txt": "c\n", "keep/x.txt": "x\n", "keep/y.txt": "y\n"})
+	d := "--- a/a/b/c.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-c\n--- a/keep/x.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+	p, err := Plan(root, []byte(d), Options{})
+	must(t, err)
+	must(t, p.Apply(context.Background(), nil, t.TempDir()))
+	if _, err := os.Stat(filepath.Join(root, "a")); !os.IsNotExist(err) {
+		t.Errorf("a/ left behind: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "keep/y.txt")); err != nil {
+		t.Errorf("keep/y.txt: %v", err)
+	}
+	if _, err := os.Stat(root); err != nil {
+		t.Errorf("the root itself went: %v", err)
+	}
+}
