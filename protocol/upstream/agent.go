@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -245,20 +246,33 @@ func replaceWord(text, old, new string) (string, int) {
 }
 
 // searchReplaceBlocks renders AgentSmithy's replace_in_file argument: one
-// SEARCH/REPLACE block per changed line.
+// SEARCH/REPLACE block per changed run of lines; a pure insertion carries
+// the line it goes before (or after, at the end) as its anchor.
 func searchReplaceBlocks(oldText, newText string) string {
 	a, b := splitKeepLF(oldText), splitKeepLF(newText)
-	var sb strings.Builder
-	for i := range min(len(a), len(b)) {
-		if a[i] == b[i] {
+	var blocks []string
+	for _, c := range newSeqMatcher(a, b).opcodes() {
+		if c.tag == 'e' {
 			continue
 		}
-		if sb.Len() > 0 {
-			sb.WriteString("\n")
+		search, replace := a[c.i1:c.i2], b[c.j1:c.j2]
+		if len(search) == 0 && len(a) > 0 {
+			if c.i1 < len(a) {
+				search, replace = a[c.i1:c.i1+1], append(slices.Clone(replace), a[c.i1])
+			} else {
+				search, replace = a[c.i1-1:c.i1], append([]string{a[c.i1-1]}, replace...)
+			}
 		}
-		fmt.Fprintf(&sb, "------- SEARCH\n%s\n=======\n%s\n+++++++ REPLACE", strings.TrimSuffix(a[i], "\n"), strings.TrimSuffix(b[i], "\n"))
+		blocks = append(blocks, "------- SEARCH\n"+withFinalLF(strings.Join(search, ""))+"=======\n"+withFinalLF(strings.Join(replace, ""))+"+++++++ REPLACE")
 	}
-	return sb.String()
+	return strings.Join(blocks, "\n")
+}
+
+func withFinalLF(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
 }
 
 func readStep(ws *workspace, rel, content string) *toolStep {
