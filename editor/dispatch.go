@@ -102,10 +102,15 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, 
 		jsonrpc2.Async(ctx)
 	}
 	isCall := req.IsCall()
+	if !c.enter() {
+		if !isCall {
+			return nil, nil
+		}
+		return nil, jsonrpc2.ErrServerClosing
+	}
+	defer c.inflight.Done()
 	ctx, done := c.cancellable(ctx, req)
 	defer done()
-	c.inflight.Add(1)
-	defer c.inflight.Done()
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("handler panicked", "method", method, "panic", p, "stack", string(debug.Stack()))
@@ -126,6 +131,18 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, 
 		return nil, wireError(err, nil)
 	}
 	return res, nil
+}
+
+// enter counts a handler in, unless the connection is being torn down
+// (then teardown may already be waiting for the count to reach zero).
+func (c *client) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.inflight.Add(1)
+	return true
 }
 
 // gate answers methods the lifecycle state does not allow yet or anymore.

@@ -78,6 +78,9 @@ func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
 	}
 	// Cancel running handlers first (turns end "cancelled" and give their
 	// engine slot back), then close: Close waits for them.
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
 	c.cancel()
 	c.inflight.Wait()
 	closeErr := c.conn.Close()
@@ -175,6 +178,7 @@ type client struct {
 	nextToken    atomic.Int64
 	exited       chan struct{}
 	exitNoShutdn bool
+	closing      bool // teardown started: no new handlers
 }
 
 // lifecycle is the LSP state of a connection.
