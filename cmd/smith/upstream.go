@@ -50,6 +50,9 @@ func newUpstreamCmd(s *IOStreams) *cobra.Command {
   curl -N -H 'X-Smith-Fault: cut-mid-event' -d '{"messages":[{"role":"user","content":"hi"}]}' http://127.0.0.1:8765/api/chat`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("protocol") && f.dialect != string(protocol.DialectAgentSmithy) {
+				return usageErrorf("--protocol applies to --dialect agentsmithy only")
+			}
 			return runUpstream(cmd.Context(), s, f, cmd.Flags().Changed("addr"))
 		},
 	}

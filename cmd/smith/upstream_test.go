@@ -43,6 +43,7 @@ func TestUpstreamFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"upstream", "--protocol", "v7"},
 		{"upstream", "--dialect", "nope"},
+		{"upstream", "--dialect", "rag", "--protocol", "v0"},
 		{"upstream", "--fault", "explode"},
 		{"upstream", "--chunk-sizes", "1,2"},
 		{"upstream", "--replay", "missing.sse"},

@@ -65,3 +65,22 @@ func TestChangedFileCountsDashLines(t *testing.T) {
 		t.Errorf("additions %d deletions %d, want 1 and 2", c.Additions, c.Deletions)
 	}
 }
+
+// TestCRLFFileBecomesLF: like Python's read_text/write_text on Linux, the
+// server reads a CRLF file with universal newlines and writes it back
+// LF-only; its diff never contains CR.
+func TestCRLFFileBecomesLF(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "w.txt"), []byte("one\r\ntwo\r\nthree\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, base := newTestServer(t, Options{Workspace: ws})
+	_, body := chat(t, base, "", "rename two to TWO in w.txt")
+	if got, _ := readFile(t, ws, "w.txt"); got != "one\nTWO\nthree\n" {
+		t.Errorf("w.txt = %q", got)
+	}
+	want := `"diff": "--- a/` + s.Workspace() + `/w.txt\n+++ b/` + s.Workspace() + `/w.txt\n@@ -1,3 +1,3 @@\n one\n\n-two\n\n+TWO\n\n three\n"`
+	if !strings.Contains(string(body), want) {
+		t.Errorf("file_edit diff is not %s:\n%s", want, body)
+	}
+}
