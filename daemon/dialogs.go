@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -337,6 +336,3 @@ func localHistoryPage(id string, msgs []protocol.HistoryMessage, limit, before i
 	}
 	return json.Marshal(p)
 }
-
-// errNoDialogAPI marks upstreams without AgentSmithy's dialog API.
-var errNoDialogAPI = errors.New("the upstream has no dialog API")

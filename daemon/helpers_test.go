@@ -285,12 +285,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func hunkIDs(c Change) []string {
-	var ids []string
-	for _, h := range c.Hunks {
-		ids = append(ids, h.ID)
-	}
-	return ids
-}
-
 var errRefused = errors.New("refused by the test editor")
