@@ -230,6 +230,7 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		out(protocol.Event{Type: protocol.KindTurnEnd, TurnEnd: &protocol.TurnEnd{Outcome: protocol.OutcomeError, Reason: reason}})
 	}
 	if sum != nil {
+		e.noteDialect(sum)
 		res.Summary = sum
 		res.Outcome = sum.Outcome
 		res.Text = sum.Text
@@ -253,6 +254,20 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		return res, fmt.Errorf("turn %s: %w", t.id, err)
 	}
 	return res, nil
+}
+
+// noteDialect remembers what the last stream turned out to be.
+func (e *Engine) noteDialect(sum *protocol.Summary) {
+	if sum.Dialect == "" {
+		return
+	}
+	d := string(sum.Dialect)
+	if sum.Protocol != nil {
+		d += " " + *sum.Protocol
+	}
+	e.mu.Lock()
+	e.detected = d
+	e.mu.Unlock()
 }
 
 // contextID returns the oracle's context_id from its done chunk, which

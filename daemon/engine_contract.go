@@ -57,6 +57,7 @@ type Engine struct {
 	running   int
 	dialogAPI *bool          // nil: not probed yet
 	outbox    []Notification // queued under applyMu, sent by flush
+	detected  string         // dialect (and version) of the last stream
 	closed    bool
 
 	// applyMu serialises writes to workspace files (apply, reject, undo) so
@@ -307,6 +308,7 @@ type Status struct {
 	Workspace     string          `json:"workspace"`
 	Upstream      string          `json:"upstream"`
 	Dialect       string          `json:"dialect"`
+	Detected      string          `json:"detected,omitempty"` // addition: what the last turn's stream was, e.g. "agentsmithy v2"
 	Reachable     bool            `json:"reachable"`
 	Error         string          `json:"error,omitempty"`
 	Server        json.RawMessage `json:"server,omitempty"` // the upstream's /health answer

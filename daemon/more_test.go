@@ -303,7 +303,7 @@ func TestDialogLearntFromTheStream(t *testing.T) {
 			t.Fatalf("event %d tagged %s/%s, want %s/%s", ev.Seq, ev.DialogID, ev.TurnID, res.DialogID, res.TurnID)
 		}
 	}
-	if st := e.Status(context.Background()); st.CurrentDialog != res.DialogID || !st.Reachable || st.RunningTurns != 0 {
+	if st := e.Status(context.Background()); st.CurrentDialog != res.DialogID || !st.Reachable || st.RunningTurns != 0 || st.Detected != "agentsmithy v2" {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -286,6 +286,7 @@ func (e *Engine) Status(ctx context.Context) Status {
 		Dialect:       string(e.cfg.Dialect),
 		CurrentDialog: e.st.CurrentDialog,
 		RunningTurns:  e.running,
+		Detected:      e.detected,
 		StateDir:      e.store.dir,
 	}
 	for _, c := range e.st.Changes {
