@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -66,34 +67,40 @@ func (s *Server) Close() error {
 // returns nil for a clean end, ErrExitWithoutShutdown for an exit that was
 // not preceded by shutdown, and the connection's error otherwise.
 func (s *Server) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	c := newClient(s, rwc)
 	defer c.detach()
-
 	select {
 	case <-c.conn.Done():
 	case <-c.exited:
 	case <-ctx.Done():
 	}
-	// Cancel running handlers first (turns end "cancelled" and give their
-	// engine slot back), then close: Close waits for them.
-	c.mu.Lock()
-	c.closing = true
-	c.mu.Unlock()
-	c.cancel()
-	c.inflight.Wait()
-	closeErr := c.conn.Close()
+	if err := c.teardown(); err != nil {
+		s.log.Debug("closing the editor connection", "err", err)
+	}
 	if c.exitedWithoutShutdown() {
 		return ErrExitWithoutShutdown
 	}
 	if err := c.conn.Err(); err != nil {
 		return fmt.Errorf("editor connection: %w", err)
 	}
-	if closeErr != nil && !errors.Is(closeErr, io.EOF) && !errors.Is(closeErr, net.ErrClosed) {
-		s.log.Debug("closing the editor connection", "err", closeErr)
-	}
 	return nil
+}
+
+// teardown refuses new requests, cancels the running ones (turns end
+// "cancelled" and give their dialog back), waits for their handlers, and
+// closes the connection: jsonrpc2's Close would wait for them anyway, but
+// without the cancellation a running turn would hold it up to the end.
+func (c *client) teardown() error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.cancel()
+	c.inflight.Wait()
+	err := c.conn.Close()
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // Serve accepts connections on ln and serves each with ServeConn until ctx
