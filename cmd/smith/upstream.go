@@ -87,11 +87,11 @@ client applies them.
 The demo agent understands (anything else gets a helpful answer quoting what a
 plain text search of the workspace found):
 `)
-	for _, p := range upstream.Phrases {
+	for _, p := range upstream.Phrases() {
 		fmt.Fprintf(&b, "\n  %s\n      e.g. %s\n      %s\n", p.Pattern, p.Example, p.Effect)
 	}
 	b.WriteString("\nFaults (--fault NAME[=ARG] for every request, or per request with the header\n" + upstream.FaultHeader + ": NAME[=ARG],...):\n")
-	for _, f := range upstream.FaultNames {
+	for _, f := range upstream.FaultNames() {
 		fmt.Fprintf(&b, "\n  %s\n      %s\n", f.Name, f.Help)
 	}
 	return b.String()

@@ -27,12 +27,12 @@ func TestUpstreamHelpDocumentsPhrases(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	help := out.String()
-	for _, p := range upstream.Phrases {
+	for _, p := range upstream.Phrases() {
 		if !strings.Contains(help, p.Pattern) || !strings.Contains(help, "e.g. "+p.Example) {
 			t.Errorf("--help lacks phrase %q with its example", p.Pattern)
 		}
 	}
-	for _, f := range upstream.FaultNames {
+	for _, f := range upstream.FaultNames() {
 		if !strings.Contains(help, f.Name) {
 			t.Errorf("--help lacks fault %q", f.Name)
 		}

@@ -25,7 +25,10 @@ type Phrase struct {
 }
 
 // Phrases lists the requests of the demo agent, for help texts and docs.
-var Phrases = []Phrase{
+// The slice is new on every call.
+func Phrases() []Phrase { return slices.Clone(phrases) }
+
+var phrases = []Phrase{
 	{"rename IDENT to NEW in FILE", "rename total to sum in calc.go", "replaces every whole-word IDENT in FILE (one hunk per distant occurrence: a rename touching lines more than 6 apart gives a diff with 2+ hunks)"},
 	{"rename IDENT to NEW everywhere", "rename Greet to Welcome everywhere", "the same in every text file that contains IDENT (one change per file); also 'across the workspace', 'in all files', or no 'in FILE' at all"},
 	{"add a comment to FUNC in FILE", "add a comment to main in main.go", "inserts a one-line comment above the definition of FUNC, in the file's comment syntax"},
@@ -446,7 +449,7 @@ func planHelp(ws *workspace, s *script, msg string) {
 	s.Reasoning = "The request is not one of the edits I know, so I'll search the workspace and explain what I can do."
 	var sb strings.Builder
 	sb.WriteString("I'm the smith demo agent. I can change files when you ask in plain words, for example:\n")
-	for _, p := range Phrases[:5] {
+	for _, p := range phrases[:5] {
 		fmt.Fprintf(&sb, "- `%s`\n", p.Example)
 	}
 	if len(words) == 0 {

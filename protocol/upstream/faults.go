@@ -27,8 +27,14 @@ func (f Fault) String() string {
 	return f.Name + "=" + f.Arg
 }
 
-// FaultNames documents every fault: name[=ARG] and what the client sees.
-var FaultNames = []struct{ Name, Help string }{
+// FaultDoc documents one fault: its form and what the client sees.
+type FaultDoc struct{ Name, Help string }
+
+// FaultNames documents every fault, for help texts and docs. The slice is
+// new on every call.
+func FaultNames() []FaultDoc { return slices.Clone(faultDocs) }
+
+var faultDocs = []FaultDoc{
 	{"cut-mid-event[=N]", "send N complete events (default: half of the turn's), then half of the next event's bytes, then end the body"},
 	{"stall[=SECONDS]", "after the first event, send nothing at all (not even pings) for SECONDS (default 5), then go on"},
 	{"http-500", "answer 500 with the plain-text body 'Internal Server Error' (an uncaught server exception)"},

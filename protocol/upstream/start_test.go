@@ -3,9 +3,9 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
