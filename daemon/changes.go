@@ -9,16 +9,14 @@ import (
 	"github.com/smith-dev/smith/protocol"
 )
 
-// The life cycle of a change (docs/engine.md draws it):
-//
-//	proposal ── plan ok ──> pending ──apply──> applied ──undo──> undone
-//	    │                     │  ▲   └─reject─> rejected          │
-//	    │                     │  └──re-anchored (watcher)         └─> pending hunks again
-//	    │                     └──file changed, no match──> conflict
-//	    ├── plan fails ──> conflict
-//	    ├── outside the workspace ──> rejected (+ violation event)
-//	    └── written by the upstream ── verified ──> appliedUpstream ──reject hunk──> rejected
-//	                                 └─ not on disk ──> conflict
+// The life cycle of a change (docs/engine.md draws it in full): a change
+// event becomes rejected (outside the workspace), appliedUpstream or
+// conflict (written by the upstream: verified against disk), or pending,
+// conflict or stale (a proposal, planned against the text the user sees).
+// Apply makes hunks applied, Reject rejected (reverse-applying written
+// ones), Undo restores the statuses before smith's last write (an undone
+// apply is "undone", applicable again). Open changes are re-planned when
+// their text changes.
 //
 // A change's status follows its hunks: pending while any hunk is pending,
 // else applied/appliedUpstream while any hunk is, else rejected. conflict
