@@ -82,7 +82,7 @@ func ignore(context.Context, *json.RawMessage) (any, error) { return nil, nil }
 // every failure from killing the connection (jsonrpc2 fails the whole
 // connection when a notification handler returns an error or any handler
 // panics), and turns cancelled requests into RequestCancelled.
-func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, err error) {
+func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	method := req.Method()
 	r, known := c.routes[method]
 	if gate := c.gate(method); gate != nil {
@@ -101,16 +101,22 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, 
 	if r.async {
 		jsonrpc2.Async(ctx)
 	}
-	isCall := req.IsCall()
 	if !c.enter() {
-		if !isCall {
+		if !req.IsCall() {
 			return nil, nil
 		}
-		return nil, jsonrpc2.ErrServerClosing
+		return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "smith is closing this connection")
 	}
 	defer c.inflight.Done()
 	ctx, done := c.cancellable(ctx, req)
 	defer done()
+	return c.run(ctx, r, method, req.IsCall(), json.RawMessage(req.Params()))
+}
+
+// run calls the route, turning a panic into InternalError and swallowing
+// the errors of notifications (logged), either of which would otherwise
+// end the connection.
+func (c *client) run(ctx context.Context, r route, method string, isCall bool, params json.RawMessage) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("handler panicked", "method", method, "panic", p, "stack", string(debug.Stack()))
@@ -123,11 +129,11 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (res any, 
 			res, err = nil, nil
 		}
 	}()
-	res, err = r.handle(ctx, json.RawMessage(req.Params()))
-	if err != nil && ctx.Err() != nil {
+	res, err = r.handle(ctx, params)
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return nil, jsonrpc2.NewError(CodeRequestCancelled, "request cancelled")
-	}
-	if err != nil {
+	case err != nil:
 		return nil, wireError(err, nil)
 	}
 	return res, nil
