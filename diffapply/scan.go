@@ -37,6 +37,9 @@ type rawHunk struct {
 	section    string
 	body       []string // body lines without "\n"; markers as "\ ..."
 	line       int
+	cutBy      string // the non-diff line that ended the body early, if any
+	cutLine    int    // its line in the diff
+	cutNext    string // the line after it
 }
 
 const noNewlineMarker = `\ No newline at end of file`
@@ -126,7 +129,9 @@ func scan(diff []byte) (*scanned, error) {
 	sc.repairDifflib(endsNL)
 	for _, f := range sc.files {
 		for hi, h := range f.hunks {
-			sc.finishHunk(f, hi, h)
+			if err := sc.finishHunk(f, hi, h); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return sc, nil
@@ -234,7 +239,13 @@ func scanHunk(ls []string, i int) (*rawHunk, int) {
 			}
 		}
 		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
-			break // prose after the hunk
+			// Prose after the hunk, or a body line that lost its prefix
+			// (an outdented hunk): finishHunk tells which it can.
+			h.cutBy, h.cutLine = l, j+1
+			if j+1 < len(ls) {
+				h.cutNext = strings.TrimSuffix(ls[j+1], "\r")
+			}
+			break
 		}
 		switch {
 		case l == "":
@@ -336,7 +347,7 @@ func undifflib(body []string, lastNoNL bool) ([]string, bool) {
 
 // finishHunk drops blank lines that trail a hunk as formatting, turns any
 // "\ " line into go-diff's English marker, and recounts the body.
-func (sc *scanned) finishHunk(f *rawFile, hi int, h *rawHunk) {
+func (sc *scanned) finishHunk(f *rawFile, hi int, h *rawHunk) error {
 	k := 0
 	for k < len(h.body) && strings.TrimSuffix(h.body[len(h.body)-1-k], "\r") == "" {
 		k++
@@ -361,6 +372,9 @@ func (sc *scanned) finishHunk(f *rawFile, hi int, h *rawHunk) {
 		}
 	}
 	o, n := count(h.body)
+	if err := h.checkCut(o, n); err != nil {
+		return err
+	}
 	if h.numbered && (o != h.oldCount || n != h.newCount) {
 		sc.repairs = append(sc.repairs, fmt.Sprintf("%s hunk %d: header says -%d,%d +%d,%d but the body has -%d +%d lines; used the body",
 			f.displayName(), hi+1, h.oldStart, h.oldCount, h.newStart, h.newCount, o, n))
@@ -375,6 +389,23 @@ func (sc *scanned) finishHunk(f *rawFile, hi int, h *rawHunk) {
 		}
 	}
 	h.oldCount, h.newCount = o, n
+	return nil
+}
+
+// checkCut refuses a hunk whose body was ended by a line that is not a
+// diff line while the hunk evidently goes on: its header promises more
+// lines, or (without numbers) the next line is a context or added line.
+// Applying the part before the cut would be a silent partial edit.
+func (h *rawHunk) checkCut(o, n int) error {
+	if h.cutBy == "" {
+		return nil
+	}
+	short := h.numbered && (o < h.oldCount || n < h.newCount)
+	goesOn := !h.numbered && h.cutNext != "" && (h.cutNext[0] == ' ' || h.cutNext[0] == '+')
+	if !short && !goesOn {
+		return nil
+	}
+	return &ParseError{Line: h.cutLine, Msg: fmt.Sprintf("the hunk at diff line %d is cut short by %q, which does not start with ' ', '-' or '+' (an outdented line?); fix the hunk so that every line has its prefix", h.line, h.cutBy)}
 }
 
 func (f *rawFile) displayName() string {
