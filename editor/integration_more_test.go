@@ -279,3 +279,34 @@ func TestEditorRefusesTheEdit(t *testing.T) {
 		t.Errorf("apply after the editor accepts again: %v", err)
 	}
 }
+
+// TestProgressCancel: cancelling the turn's progress in the editor
+// (window/workDoneProgress/cancel) cancels the turn.
+func TestProgressCancel(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	call, err := s.CallRaw(editor.MethodChat, map[string]any{"message": "add a comment to Sum in calc.go", "workDoneToken": "tok-c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitNotification(ctx, editor.MethodEvent, isText); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Notify(ctx, editor.MethodProgressCancel, map[string]any{"token": "tok-c"}); err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Result chatResult `json:"result"`
+	}
+	select {
+	case raw := <-call.Response:
+		json.Unmarshal(raw, &resp)
+	case <-ctx.Done():
+		t.Fatal("the turn did not end")
+	}
+	if resp.Result.Outcome != protocol.OutcomeCancelled {
+		t.Errorf("outcome %q, want cancelled", resp.Result.Outcome)
+	}
+}
