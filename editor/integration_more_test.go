@@ -310,3 +310,22 @@ func TestProgressCancel(t *testing.T) {
 		t.Errorf("outcome %q, want cancelled", resp.Result.Outcome)
 	}
 }
+
+// TestWatcherUpdatesTheEditor: a file edited behind smith's back makes the
+// pending change a conflict, and the editor hears of it.
+func TestWatcherUpdatesTheEditor(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	res := s.mustChat("rename total to sum in calc.go")
+	if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte("package calc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitNotification(ctx, editor.MethodChangeUpdated, func(raw json.RawMessage) bool {
+		var p editor.ChangeUpdatedParams
+		return json.Unmarshal(raw, &p) == nil && p.Change.ID == res.Changes[0] && p.Change.Status == daemon.StatusConflict
+	}); err != nil {
+		t.Fatalf("no smith/changeUpdated with status conflict: %v", err)
+	}
+}
