@@ -484,6 +484,13 @@ func TestServerWrittenChange(t *testing.T) {
 	if c.Status != daemon.StatusAppliedUpstream || len(c.Hunks) != 2 {
 		t.Fatalf("change %+v, want appliedUpstream with 2 hunks", c)
 	}
+	// The editor is told to reload the file the server wrote.
+	if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, func(raw json.RawMessage) bool {
+		var p editor.FileChangedParams
+		return json.Unmarshal(raw, &p) == nil && p.Path == path && p.URI == editor.DocumentURI(editortest.FileURI(path))
+	}); err != nil {
+		t.Errorf("no smith/fileChanged for %s: %v", path, err)
+	}
 	var after daemon.Change
 	if err := s.Call(ctx, editor.MethodChangeReject, map[string]any{"changeId": c.ID, "hunks": []string{c.Hunks[1].ID}}, &after); err != nil {
 		t.Fatal(err)
