@@ -120,9 +120,13 @@ func (c *Client) Close() error {
 // summary's Outcome. Before the stream, a failure is emitted as an error
 // event and turnEnd{error} and also returned, typed: *HTTPError,
 // *ContentTypeError, *UnreachableError or *TLSError (errors.Is(err,
-// ErrUnreachable)), ErrDialogBusy (lifecycle 409) or ErrSessionClosed. A
-// cancelled ctx closes the request at once and ends the turn cancelled; the
-// error is then ctx's.
+// ErrUnreachable)), ErrDialogBusy (lifecycle 409) or ErrSessionClosed.
+//
+// A cancelled ctx closes the request at once and ends the turn cancelled
+// (before the stream Chat then returns ctx's error, or its cause). No byte
+// for the idle timeout, before or during the stream, closes the request and
+// ends the turn interrupted (before the stream Chat then returns an
+// *IdleTimeoutError).
 func (c *Client) Chat(ctx context.Context, req ChatRequest, emit func(Event)) (*Summary, error) {
 	if c.cfg.Dialect == DialectLifecycle {
 		return c.chatLifecycle(ctx, req, emit)
@@ -133,18 +137,19 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, emit func(Event)) (*
 	}
 
 	// The request lives in its own context so that the idle watchdog can
-	// close it with a cause the stream reader then reports.
+	// close it with a cause the stream reader then reports. The watchdog
+	// runs from the start: a server that never answers stalls too.
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	wd := c.startWatchdog(cancel, c.cfg.ChatPath)
+	defer wd.stop()
 	res, err := c.openStream(reqCtx, http.MethodPost, c.cfg.ChatPath, body)
 	if err != nil {
 		return c.failTurn(ctx, req, emit, err)
 	}
 	defer res.Body.Close()
-
-	r := newIdleReader(res.Body, c.idleTimeout(), cancel, res.Request.URL.Redacted())
-	defer r.stop()
-	sum := ReadTurn(ctx, r, c.streamOptions(req, res.Header), emit)
+	wd.r = res.Body
+	sum := ReadTurn(ctx, wd, c.streamOptions(req, res.Header), emit)
 	keepServerTiming(sum, res.Header)
 	return sum, nil
 }
@@ -301,7 +306,8 @@ func checkStatus(res *http.Response) error {
 }
 
 // failTurn ends a turn that failed before its stream: an error event and
-// turnEnd{error} (or only turnEnd{cancelled} when ctx was cancelled).
+// turnEnd{error}; only turnEnd{cancelled} when ctx was cancelled, only
+// turnEnd{interrupted} when the idle watchdog fired.
 func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event), err error) (*Summary, error) {
 	sum := &Summary{
 		Type: "summary", Dialect: c.cfg.Dialect, DialogID: req.DialogID, TurnID: req.TurnID,
@@ -319,6 +325,11 @@ func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event)
 	if ctx.Err() != nil { // whatever failed, the caller had given up first
 		sum.Outcome = OutcomeCancelled
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
+		return sum, err
+	}
+	if errors.Is(err, ErrIdleTimeout) { // a stall, as during the stream
+		sum.Outcome = OutcomeInterrupted
+		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeInterrupted, Reason: err.Error()}})
 		return sum, err
 	}
 	info := ErrorInfo{Code: errorCode(err), Message: err.Error()}
@@ -354,10 +365,12 @@ func errorCode(err error) string {
 	}
 }
 
-// idleReader is the stream's idle watchdog: every byte pushes it back; when
-// it fires it closes the request (cancel), and the read error that follows
-// becomes an *IdleTimeoutError.
-type idleReader struct {
+// watchdog is a request's idle watchdog: from its start, through the
+// response head, to the end of the body, every byte pushes it back; when it
+// fires it closes the request (cancel) with an *IdleTimeoutError as the
+// cause, and the read error that follows becomes that error. Set r to the
+// body before reading.
+type watchdog struct {
 	r     io.Reader
 	d     time.Duration
 	t     *time.Timer
@@ -366,38 +379,45 @@ type idleReader struct {
 	cause error
 }
 
-func newIdleReader(r io.Reader, d time.Duration, cancel context.CancelCauseFunc, url string) *idleReader {
-	ir := &idleReader{r: r, d: d}
-	if d > 0 {
-		ir.cause = &IdleTimeoutError{URL: url, Timeout: d.String()}
-		ir.t = time.AfterFunc(d, func() {
-			ir.fired.Store(true)
-			cancel(ir.cause)
+// startWatchdog starts the configured idle watchdog for a request to path.
+func (c *Client) startWatchdog(cancel context.CancelCauseFunc, path string) *watchdog {
+	u, err := c.url(path, nil)
+	if err == nil {
+		if pu, perr := url.Parse(u); perr == nil {
+			u = pu.Redacted()
+		}
+	}
+	wd := &watchdog{d: c.idleTimeout()}
+	if wd.d > 0 {
+		wd.cause = &IdleTimeoutError{URL: u, Timeout: wd.d.String()}
+		wd.t = time.AfterFunc(wd.d, func() {
+			wd.fired.Store(true)
+			cancel(wd.cause)
 		})
 	}
-	return ir
+	return wd
 }
 
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	if ir.t == nil {
+func (wd *watchdog) Read(p []byte) (int, error) {
+	n, err := wd.r.Read(p)
+	if wd.t == nil {
 		return n, err
 	}
-	if n > 0 && !ir.off.Load() {
-		ir.t.Reset(ir.d)
+	if n > 0 && !wd.off.Load() {
+		wd.t.Reset(wd.d)
 	}
-	if err != nil && err != io.EOF && ir.fired.Load() {
+	if err != nil && err != io.EOF && wd.fired.Load() {
 		// The watchdog closed the request: say why.
-		return n, ir.cause
+		return n, wd.cause
 	}
 	return n, err
 }
 
 // stop turns the watchdog off for good.
-func (ir *idleReader) stop() {
-	if ir.t != nil {
-		ir.off.Store(true)
-		ir.t.Stop()
+func (wd *watchdog) stop() {
+	if wd.t != nil {
+		wd.off.Store(true)
+		wd.t.Stop()
 	}
 }
 

@@ -94,6 +94,12 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 	go func() { posted <- c.postMessage(postCtx, body) }()
 
 	var first *streamItem
+	var timeout <-chan time.Time // nil: never
+	if idle := c.idleTimeout(); idle > 0 {
+		timer := time.NewTimer(idle)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	select {
 	case err := <-posted:
 		if err != nil {
@@ -104,9 +110,14 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 			return c.failTurn(ctx, req, emit, fmt.Errorf("lifecycle dialog %s: %w: %v", s.id, ErrSessionClosed, it.err))
 		}
 		first = &it
+	case <-timeout:
+		// Neither an answer nor an event: the message may still be queued
+		// upstream, so the dialog counts as busy until its message_end.
+		aborted = true
+		return c.failTurn(ctx, req, emit, &IdleTimeoutError{URL: s.url, Timeout: c.idleTimeout().String()})
 	case <-ctx.Done():
 		s.close(ctx.Err())
-		return c.failTurn(ctx, req, emit, ctx.Err())
+		return c.failTurn(ctx, req, emit, context.Cause(ctx))
 	}
 
 	sum, ended := c.followTurn(ctx, req, s, t, first, emit)
@@ -214,15 +225,18 @@ func (c *Client) openSession(ctx context.Context) (*lifecycleSession, error) {
 	sctx, cancel := context.WithCancelCause(context.Background())
 	stopOpen := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
 	defer stopOpen()
+	wd := c.startWatchdog(cancel, c.cfg.SessionPath)
 	res, err := c.openStream(sctx, http.MethodGet, c.cfg.SessionPath, nil)
 	if err != nil {
+		wd.stop()
 		cancel(err)
 		return nil, err
 	}
 	u := res.Request.URL.Redacted()
-	r := newIdleReader(res.Body, c.idleTimeout(), cancel, u)
-	rd := NewSSEReader(r, c.cfg.MaxEventSize)
+	wd.r = res.Body
+	rd := NewSSEReader(wd, c.cfg.MaxEventSize)
 	fail := func(err error) (*lifecycleSession, error) {
+		wd.stop()
 		cancel(err)
 		rd.Close()
 		res.Body.Close()
@@ -247,7 +261,7 @@ func (c *Client) openSession(ctx context.Context) (*lifecycleSession, error) {
 		if p.SessionID == "" {
 			return fail(fmt.Errorf("GET %s: session_start without a sessionId", u))
 		}
-		r.stop() // between turns the stream may stay quiet for as long as it likes
+		wd.stop() // between turns the stream may stay quiet for as long as it likes
 		s := &lifecycleSession{id: p.SessionID, url: u, cancel: cancel, rd: rd, done: make(chan struct{})}
 		go func() { <-s.done; rd.Close(); res.Body.Close() }()
 		return s, nil

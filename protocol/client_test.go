@@ -280,6 +280,9 @@ func stallingServer(t *testing.T, frames ...string) (srv *httptest.Server, disco
 	disconnected = make(chan struct{})
 	var once sync.Once
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the whole body lets the server notice the client going
+		// away (net/http watches the connection only after the body).
+		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, f := range frames {
 			io.WriteString(w, f)
@@ -361,14 +364,16 @@ func TestChatIdleTimeoutEndsInterrupted(t *testing.T) {
 // a session (session_start), POST /api/chat/message {sessionId, message}
 // answers on that session's stream. With busy set, every POST gets 409.
 type lifecycleServer struct {
-	t     *testing.T
-	busy  bool
-	stall bool // answer with message_start and text, never message_end
-	mu    sync.Mutex
-	next  int
-	outs  map[string]chan string // session id → frames to write
-	posts []map[string]any
-	gone  chan string // session ids whose stream closed
+	t      *testing.T
+	busy   bool
+	stall  bool // answer with message_start and text, never message_end
+	silent bool // accept the message, send nothing at all
+	hang   bool // never answer the message
+	mu     sync.Mutex
+	next   int
+	outs   map[string]chan string // session id → frames to write
+	posts  []map[string]any
+	gone   chan string // session ids whose stream closed
 }
 
 func newLifecycleServer(t *testing.T, busy bool) (*lifecycleServer, *httptest.Server) {
@@ -406,6 +411,7 @@ func (ls *lifecycleServer) stream(w http.ResponseWriter, r *http.Request) {
 func (ls *lifecycleServer) message(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	json.NewDecoder(r.Body).Decode(&body)
+	io.Copy(io.Discard, r.Body) // so that the server notices a client going away
 	ls.mu.Lock()
 	ls.posts = append(ls.posts, body)
 	out := ls.outs[fmt.Sprint(body["sessionId"])]
@@ -416,6 +422,14 @@ func (ls *lifecycleServer) message(w http.ResponseWriter, r *http.Request) {
 	}
 	if out == nil {
 		http.Error(w, "no such session", http.StatusNotFound)
+		return
+	}
+	if ls.hang {
+		<-r.Context().Done()
+		return
+	}
+	if ls.silent {
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	mid := fmt.Sprintf("m%d", len(ls.posts))
@@ -564,5 +578,46 @@ func TestChatLifecycleIdleTimeout(t *testing.T) {
 	ls.mu.Unlock()
 	if n != 1 {
 		t.Errorf("%d messages posted, want 1", n)
+	}
+}
+
+func TestChatIdleTimeoutBeforeTheAnswer(t *testing.T) {
+	srv, disconnected := stallingServer(t) // never even sends the response head
+	emit, evs := collect()
+	sum, err := NewClient(ClientConfig{BaseURL: srv.URL, IdleTimeout: 50 * time.Millisecond}).Chat(context.Background(), ChatRequest{Message: "hi"}, emit)
+	var ie *IdleTimeoutError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrIdleTimeout) || ie.URL != srv.URL+"/api/chat" {
+		t.Fatalf("err = %v, want *IdleTimeoutError for the chat URL", err)
+	}
+	checkOneTurnEnd(t, *evs, OutcomeInterrupted)
+	if sum.Outcome != OutcomeInterrupted {
+		t.Errorf("summary outcome %s", sum.Outcome)
+	}
+	waitClosed(t, disconnected, "the server seeing the stalled request closed")
+}
+
+func TestChatLifecycleSilentServer(t *testing.T) {
+	for _, hang := range []bool{false, true} {
+		t.Run(fmt.Sprintf("message answered %v", !hang), func(t *testing.T) {
+			ls, srv := newLifecycleServer(t, false)
+			ls.silent, ls.hang = true, hang
+			c := NewClient(ClientConfig{BaseURL: srv.URL, Dialect: DialectLifecycle, IdleTimeout: 50 * time.Millisecond})
+			defer c.Close()
+			emit, evs := collect()
+			sum, err := c.Chat(context.Background(), ChatRequest{Message: "hi"}, emit)
+			// An accepted message starts the turn (no error, the outcome
+			// says it); an unanswered one is a failure before the turn.
+			if hang != errors.Is(err, ErrIdleTimeout) || (!hang && err != nil) {
+				t.Fatalf("err = %v", err)
+			}
+			checkOneTurnEnd(t, *evs, OutcomeInterrupted)
+			if sum.DialogID != "sess-1" {
+				t.Errorf("dialog = %q", sum.DialogID)
+			}
+			// The message may still be queued upstream: busy, nothing posted.
+			if _, err := c.Chat(context.Background(), ChatRequest{DialogID: "sess-1", Message: "again"}, nil); !errors.Is(err, ErrDialogBusy) {
+				t.Errorf("next turn: %v, want ErrDialogBusy", err)
+			}
+		})
 	}
 }
