@@ -45,11 +45,12 @@ type ClientConfig struct {
 	Token string
 	// Header is added to every request.
 	Header http.Header
-	// MaxEventSize and IdleTimeout are passed to the stream reader (see
-	// StreamOptions). IdleTimeout also bounds the wait for a lifecycle
-	// session's first event.
+	// MaxEventSize bounds one SSE event; 0 means DefaultMaxEventSize.
 	MaxEventSize int
-	IdleTimeout  time.Duration
+	// IdleTimeout ends a turn on which no byte arrived for this long, from
+	// the request on (and bounds the opening of a lifecycle session); 0
+	// means DefaultIdleTimeout, < 0 disables it.
+	IdleTimeout time.Duration
 	// ChatPath is the POST path of a turn; "" means DefaultChatPath.
 	ChatPath string
 	// SessionPath and MessagePath are the lifecycle dialect's session stream

@@ -320,8 +320,9 @@ func (s *lifecycleSession) beginTurn() (*lifecycleTurn, error) {
 	return t, nil
 }
 
-// endTurn detaches t; calling it again does nothing. An aborted turn keeps running upstream until its
-// message_end, so its remaining events are dropped until then.
+// endTurn detaches t; calling it again does nothing. An aborted turn keeps
+// running upstream until its message_end, so its remaining events are
+// dropped, and new turns refused, until then.
 func (s *lifecycleSession) endTurn(t *lifecycleTurn, aborted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
