@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 
 	"github.com/smith-dev/smith/daemon"
@@ -36,9 +37,10 @@ func newEngines(log *slog.Logger) *engines {
 // differ from the running engine's gets the running engine (one workspace,
 // one journal); the difference is logged.
 func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engine, func(), error) {
+	key := workspaceKey(cfg.Workspace)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	se, ok := p.open[cfg.Workspace]
+	se, ok := p.open[key]
 	if ok {
 		if se.cfg.Upstream != cfg.Upstream || se.cfg.Dialect != cfg.Dialect || se.cfg.StateDir != cfg.StateDir {
 			p.log.Warn("workspace already served with other settings; sharing the running engine",
@@ -54,11 +56,20 @@ func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engin
 			return nil, nil, fmt.Errorf("start the engine for %s: %w", cfg.Workspace, err)
 		}
 		se = &sharedEngine{eng: eng, cfg: cfg}
-		p.open[cfg.Workspace] = se
+		p.open[key] = se
 	}
 	se.refs++
 	var once sync.Once
-	return se.eng, func() { once.Do(func() { p.release(cfg.Workspace, se) }) }, nil
+	return se.eng, func() { once.Do(func() { p.release(key, se) }) }, nil
+}
+
+// workspaceKey names a workspace however an editor spells it: two editors
+// on "/w/" and on a symlink to "/w" share one engine.
+func workspaceKey(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return filepath.Clean(dir)
 }
 
 func (p *engines) release(ws string, se *sharedEngine) {
