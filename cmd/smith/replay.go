@@ -43,7 +43,7 @@ docs/cli.md describes the formats. Exit status: 0 when the turn completed, 1 whe
 ended in error or was interrupted, 2 for bad flags or an unreadable file.`,
 		Example: `  smith replay --json turn.sse
   smith replay --raw --chunk-sizes 1 turn.sse
-  curl -sN -X POST localhost:8765/api/chat -d @req.json | tee turn.sse | smith replay -
+  curl -sN localhost:8765/api/chat -H 'Content-Type: application/json' -d @req.json | smith replay -
   smith replay --dialect rag --header 'Server-Timing: total;dur=18.9' rag.sse`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
