@@ -190,7 +190,7 @@ func keepServerTiming(sum *Summary, h http.Header) {
 // url joins path (and query q) to the base URL.
 func (c *Client) url(path string, q url.Values) (string, error) {
 	u, err := url.Parse(c.cfg.BaseURL)
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("upstream URL %q is not an absolute http(s) URL", c.cfg.BaseURL)
 	}
 	u = u.JoinPath(path)

@@ -621,3 +621,12 @@ func TestChatLifecycleSilentServer(t *testing.T) {
 		})
 	}
 }
+
+func TestChatBadBaseURL(t *testing.T) {
+	for _, base := range []string{"localhost:8765", "", "/api", "ftp://host/"} {
+		err := failingChat(t, ClientConfig{BaseURL: base}, "request")
+		if !strings.Contains(err.Error(), "not an absolute http(s) URL") {
+			t.Errorf("%q: %v", base, err)
+		}
+	}
+}
