@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"mime"
 	"net/http"
@@ -60,6 +61,9 @@ type ClientConfig struct {
 	// Fields renames the keys of the simple request bodies (textbook, rag,
 	// oracle, lifecycle); see BodyFields.
 	Fields BodyFields
+	// Logger receives debug lines about what the client drops (lifecycle
+	// events outside a turn); nil discards them. Tokens are never logged.
+	Logger *slog.Logger
 	// ExtraBody is merged into every request body at the top level, after
 	// the dialect's own keys; a nil value removes a key. For example
 	// {"workload": "fast"} for AgentSmithy.
@@ -73,6 +77,7 @@ type ClientConfig struct {
 type Client struct {
 	cfg ClientConfig
 	hc  *http.Client
+	log *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*lifecycleSession // lifecycle only, by session id
@@ -95,7 +100,11 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	cfg.Header = cfg.Header.Clone()
 	cfg.ExtraBody = maps.Clone(cfg.ExtraBody)
-	return &Client{cfg: cfg, hc: hc, sessions: map[string]*lifecycleSession{}}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, hc: hc, log: log, sessions: map[string]*lifecycleSession{}}
 }
 
 // Close ends every lifecycle session stream the client holds. Turns still

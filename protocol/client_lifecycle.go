@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -255,7 +254,7 @@ func (c *Client) openSession(ctx context.Context) (*lifecycleSession, error) {
 			SessionID string `json:"sessionId"`
 		}
 		if json.Unmarshal([]byte(ev.Data), &p) != nil || p.Type != "session_start" {
-			slog.Debug("lifecycle: ignoring an event before session_start", "url", u, "data", ev.Data)
+			c.log.Debug("lifecycle: ignoring an event before session_start", "url", u, "data", ev.Data)
 			continue
 		}
 		if p.SessionID == "" {
@@ -296,7 +295,7 @@ func (c *Client) pump(s *lifecycleSession) {
 			case <-t.done:
 			}
 		} else if err == nil {
-			slog.Debug("lifecycle: event outside a turn dropped", "session", s.id, "data", ev.Data)
+			c.log.Debug("lifecycle: event outside a turn dropped", "session", s.id, "data", ev.Data)
 		}
 		if err != nil {
 			return
