@@ -609,10 +609,16 @@ func TestUnixSocketTwoEditors(t *testing.T) {
 	ctx := testCtx(t)
 	a := &session{Editor: editortest.Dial(t, sock), t: t, ws: ws}
 	b := &session{Editor: editortest.Dial(t, sock), t: t, ws: ws}
-	for _, ed := range []*session{a, b} {
-		if _, err := ed.Initialize(ctx, ws, nil); err != nil {
-			t.Fatal(err)
-		}
+	// b names the workspace through a symlink: still the same engine.
+	link := filepath.Join(t.TempDir(), "ws-link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Initialize(ctx, ws, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Initialize(ctx, link, nil); err != nil {
+		t.Fatal(err)
 	}
 	fi, err := os.Stat(sock)
 	if err != nil {
@@ -627,8 +633,17 @@ func TestUnixSocketTwoEditors(t *testing.T) {
 	if c.Status != daemon.StatusPending {
 		t.Fatalf("b sees %+v", c)
 	}
+	// b has the file open under its own spelling of the path: the apply
+	// edits b's buffer.
+	linked := filepath.Join(link, "calc.go")
+	if err := b.Open(ctx, linked, calcGo); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": c.ID}, nil); err != nil {
 		t.Fatal(err)
+	}
+	if buf, _ := b.Buffer(linked); buf.Text != strings.ReplaceAll(calcGo, "total", "sum") {
+		t.Errorf("b's buffer:\n%s", buf.Text)
 	}
 	// a is told about the change b applied.
 	if _, err := a.WaitNotification(ctx, editor.MethodChangeUpdated, func(raw json.RawMessage) bool {
@@ -637,8 +652,8 @@ func TestUnixSocketTwoEditors(t *testing.T) {
 	}); err != nil {
 		t.Errorf("a was not notified: %v", err)
 	}
-	if got := readFile(t, filepath.Join(ws, "calc.go")); got != strings.ReplaceAll(calcGo, "total", "sum") {
-		t.Errorf("calc.go:\n%s", got)
+	if got := readFile(t, filepath.Join(ws, "calc.go")); got != calcGo {
+		t.Errorf("the open file was written on disk:\n%s", got)
 	}
 	proc.Process().Process.Signal(os.Interrupt)
 	if code, err := proc.Wait(10 * time.Second); err != nil {

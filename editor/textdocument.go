@@ -23,22 +23,47 @@ type document struct {
 	text       []byte
 }
 
-// documents is the mirror of one connection, keyed by absolute path.
+// documents is the mirror of one connection, keyed by canonical path (see
+// canonicalPath), so that the engine finds a buffer whichever spelling of
+// the path the editor used.
 type documents struct {
 	mu     sync.RWMutex
 	byPath map[string]*document
+	keys   map[DocumentURI]string // uri → key, so that didChange resolves no symlinks
 }
 
-func newDocuments() *documents { return &documents{byPath: map[string]*document{}} }
+func newDocuments() *documents {
+	return &documents{byPath: map[string]*document{}, keys: map[DocumentURI]string{}}
+}
 
 func (d *documents) get(path string) (document, bool) {
+	key := canonicalPath(path)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	doc, ok := d.byPath[filepath.Clean(path)]
+	doc, ok := d.byPath[key]
 	if !ok {
 		return document{}, false
 	}
 	return *doc, true
+}
+
+// lookup returns the open document of uri; the caller holds d.mu.
+func (d *documents) lookup(uri DocumentURI) (*document, bool) {
+	doc, ok := d.byPath[d.keys[uri]]
+	return doc, ok
+}
+
+// canonicalPath resolves symlinks in path (in its directory when the file
+// does not exist yet).
+func canonicalPath(path string) string {
+	path = filepath.Clean(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
 }
 
 // Document implements daemon.Editor. A client that cannot take versioned
@@ -64,9 +89,11 @@ func (c *client) didOpen(_ context.Context, p *DidOpenTextDocumentParams) (any, 
 	if err != nil {
 		return nil, err
 	}
+	key := canonicalPath(path)
 	c.docs.mu.Lock()
 	defer c.docs.mu.Unlock()
-	c.docs.byPath[path] = &document{
+	c.docs.keys[p.TextDocument.URI] = key
+	c.docs.byPath[key] = &document{
 		uri:        p.TextDocument.URI,
 		languageID: p.TextDocument.LanguageID,
 		version:    p.TextDocument.Version,
@@ -79,14 +106,10 @@ func (c *client) didOpen(_ context.Context, p *DidOpenTextDocumentParams) (any, 
 // cannot be applied (an unknown document, a range past the text) leaves
 // the mirror as it was and is logged; the next full sync repairs it.
 func (c *client) didChange(_ context.Context, p *DidChangeTextDocumentParams) (any, error) {
-	path, err := uriToPath(p.TextDocument.URI)
-	if err != nil {
-		return nil, err
-	}
 	enc := c.encoding()
 	c.docs.mu.Lock()
 	defer c.docs.mu.Unlock()
-	doc, ok := c.docs.byPath[path]
+	doc, ok := c.docs.lookup(p.TextDocument.URI)
 	if !ok {
 		return nil, fmt.Errorf("didChange for %s, which is not open", p.TextDocument.URI)
 	}
@@ -123,26 +146,19 @@ func (c *client) didSave(_ context.Context, p *DidSaveTextDocumentParams) (any, 
 	if p.Text == nil {
 		return nil, nil
 	}
-	path, err := uriToPath(p.TextDocument.URI)
-	if err != nil {
-		return nil, err
-	}
 	c.docs.mu.Lock()
 	defer c.docs.mu.Unlock()
-	if doc, ok := c.docs.byPath[path]; ok {
+	if doc, ok := c.docs.lookup(p.TextDocument.URI); ok {
 		doc.text = []byte(*p.Text)
 	}
 	return nil, nil
 }
 
 func (c *client) didClose(_ context.Context, p *DidCloseTextDocumentParams) (any, error) {
-	path, err := uriToPath(p.TextDocument.URI)
-	if err != nil {
-		return nil, err
-	}
 	c.docs.mu.Lock()
 	defer c.docs.mu.Unlock()
-	delete(c.docs.byPath, path)
+	delete(c.docs.byPath, c.docs.keys[p.TextDocument.URI])
+	delete(c.docs.keys, p.TextDocument.URI)
 	return nil, nil
 }
 
