@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/protocol"
 )
+
+// progressCreateTimeout bounds the wait for window/workDoneProgress/create.
+const progressCreateTimeout = 5 * time.Second
 
 // tokenKey carries the workDoneToken of workspace/executeCommand to the
 // smith method it runs.
@@ -39,7 +43,11 @@ func (c *client) startProgress(ctx context.Context, token ProgressToken, title s
 			return &progress{}
 		}
 		token = ProgressToken(strconv.Quote(fmt.Sprintf("smith-%d", c.nextToken.Add(1))))
-		if err := c.call(ctx, MethodProgressCreate, &WorkDoneProgressCreateParams{Token: token}, nil); err != nil {
+		// An editor that never answers must not hold up the turn.
+		cctx, cancelCreate := context.WithTimeout(ctx, progressCreateTimeout)
+		err := c.call(cctx, MethodProgressCreate, &WorkDoneProgressCreateParams{Token: token}, nil)
+		cancelCreate()
+		if err != nil {
 			c.log.Debug("the editor refused a progress token", "err", err)
 			return &progress{}
 		}
