@@ -26,7 +26,8 @@ type Options struct {
 	// field wins over the diff). Only for a diff of one file.
 	Target string
 	// Select, if set, keeps only the files whose target path (relative,
-	// slash-separated) it accepts; the others are not read at all.
+	// slash-separated) it accepts; the others are left out of the Patch
+	// (their paths are still checked: an unsafe path refuses the diff).
 	Select func(path string) bool
 	// ReadFile, if set, supplies pre-images instead of the disk (an
 	// editor's open buffers). path is relative and slash-separated;

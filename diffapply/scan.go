@@ -66,9 +66,17 @@ func scan(diff []byte) (*scanned, error) {
 	if strings.Contains(text, "\n*** Begin Patch") || strings.HasPrefix(text, "*** Begin Patch") {
 		return nil, &ParseError{Line: 1, Msg: "this is an apply_patch envelope (*** Begin Patch), not a unified diff"}
 	}
-	var fenced bool
-	text, fenced = unfence(text)
-	if fenced {
+	var lineMap []int
+	text, lineMap = unfence(text)
+	// lineNo maps a line index of the text we scan to its 1-based line in
+	// the input, so that errors point into what the user has.
+	lineNo := func(i int) int {
+		if lineMap != nil && i < len(lineMap) {
+			return lineMap[i]
+		}
+		return i + 1
+	}
+	if lineMap != nil {
 		sc.repairs = append(sc.repairs, "took the diff out of its Markdown fence")
 	}
 	endsNL := strings.HasSuffix(text, "\n")
@@ -78,7 +86,7 @@ func scan(diff []byte) (*scanned, error) {
 	}
 	var cur *rawFile
 	newFile := func(i int) *rawFile {
-		cur = &rawFile{line: i + 1}
+		cur = &rawFile{line: lineNo(i)}
 		sc.files = append(sc.files, cur)
 		return cur
 	}
@@ -111,7 +119,7 @@ func scan(diff []byte) (*scanned, error) {
 			if cur == nil {
 				newFile(i)
 			}
-			h, next := scanHunk(ls, i)
+			h, next := scanHunk(ls, i, lineNo)
 			cur.hunks = append(cur.hunks, h)
 			i = next - 1
 		default:
@@ -156,23 +164,25 @@ func isExtended(l string) bool {
 }
 
 // unfence returns the contents of the Markdown code fences that hold a
-// diff, or the text unchanged when it has no such fence. Only a fence at
+// diff, with the input line number of every line it keeps; or the text
+// unchanged and a nil map when it has no such fence. Only a fence at
 // column 0 counts: a diff's body lines start with ' ', '+' or '-', so a
 // context line " ```" of a Markdown file is never taken for a fence.
-func unfence(text string) (string, bool) {
+func unfence(text string) (string, []int) {
 	if !strings.Contains(text, "```") && !strings.Contains(text, "~~~") {
-		return text, false
+		return text, nil
 	}
 	var out, block []string
-	in, found := false, false
+	var lineMap, blockLines []int
+	in := false
 	flush := func() {
 		if isDiffLike(block) {
 			out = append(out, block...)
-			found = true
+			lineMap = append(lineMap, blockLines...)
 		}
-		block = nil
+		block, blockLines = nil, nil
 	}
-	for _, l := range strings.SplitAfter(text, "\n") {
+	for i, l := range strings.SplitAfter(text, "\n") {
 		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
 			if in {
 				flush()
@@ -182,15 +192,16 @@ func unfence(text string) (string, bool) {
 		}
 		if in {
 			block = append(block, l)
+			blockLines = append(blockLines, i+1)
 		}
 	}
 	if in {
 		flush()
 	}
-	if !found {
-		return text, false
+	if out == nil {
+		return text, nil
 	}
-	return strings.Join(out, ""), true
+	return strings.Join(out, ""), lineMap
 }
 
 func isDiffLike(block []string) bool {
@@ -204,9 +215,9 @@ func isDiffLike(block []string) bool {
 
 // scanHunk reads the hunk whose header is ls[i] and returns the index of
 // the first line after it.
-func scanHunk(ls []string, i int) (*rawHunk, int) {
+func scanHunk(ls []string, i int, lineNo func(int) int) (*rawHunk, int) {
 	hl := strings.TrimSuffix(ls[i], "\r")
-	h := &rawHunk{headerLine: hl, oldCount: -1, newCount: -1, line: i + 1}
+	h := &rawHunk{headerLine: hl, oldCount: -1, newCount: -1, line: lineNo(i)}
 	if m := hunkHeaderRE.FindStringSubmatch(hl); m != nil {
 		h.numbered = true
 		h.oldStart, _ = strconv.Atoi(m[1])
@@ -241,7 +252,7 @@ func scanHunk(ls []string, i int) (*rawHunk, int) {
 		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
 			// Prose after the hunk, or a body line that lost its prefix
 			// (an outdented hunk): finishHunk tells which it can.
-			h.cutBy, h.cutLine = l, j+1
+			h.cutBy, h.cutLine = l, lineNo(j)
 			if j+1 < len(ls) {
 				h.cutNext = strings.TrimSuffix(ls[j+1], "\r")
 			}
