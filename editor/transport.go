@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"syscall"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -144,36 +142,4 @@ func idValue(id jsonrpc2.ID) any {
 		return s
 	}
 	return nil
-}
-
-// Stdio is the process's stdin and stdout as one stream. Stdin is put in
-// non-blocking mode so that closing it interrupts a pending read (a plain
-// blocking read on a pipe ignores Close), which lets a shut-down server
-// return instead of hanging until the editor writes again.
-type Stdio struct {
-	in          *os.File
-	out         *os.File
-	nonblocking bool // fd 0 was switched; Close switches it back
-}
-
-// NewStdio wraps fd 0 and os.Stdout. Nothing else may write to stdout
-// while it is in use: it is the protocol channel.
-func NewStdio() *Stdio {
-	// SetNonblock fails for files the poller cannot watch (a regular file
-	// given as stdin); reads then block as before, which is harmless.
-	err := syscall.SetNonblock(0, true)
-	return &Stdio{in: os.NewFile(0, "stdin"), out: os.Stdout, nonblocking: err == nil}
-}
-
-func (s *Stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
-func (s *Stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
-
-// Close closes both ends. The descriptor's blocking mode is shared with
-// whoever else holds it (the shell of a terminal), so it is restored
-// first.
-func (s *Stdio) Close() error {
-	if s.nonblocking {
-		_ = syscall.SetNonblock(0, false)
-	}
-	return errors.Join(s.in.Close(), s.out.Close())
 }

@@ -95,7 +95,11 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	defer srv.Close()
 
 	if o.listen == "" {
-		err := srv.ServeConn(ctx, editor.NewStdio())
+		stdio, err := editor.NewStdio()
+		if err != nil {
+			return &ExitError{Code: ExitFailure, Err: err}
+		}
+		err = srv.ServeConn(ctx, stdio)
 		if errors.Is(err, editor.ErrExitWithoutShutdown) {
 			return &ExitError{Code: ExitFailure, Err: err, Silent: true}
 		}
