@@ -200,6 +200,12 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
 	}
 	p := &Patch{Root: ws.root, Repairs: sc.repairs}
+	if opts.Strip == 0 && opts.Target == "" {
+		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile}); k > 0 {
+			opts.Strip = k
+			p.Repairs = append(p.Repairs, fmt.Sprintf("names like %s only match files with %d leading components removed; applied as -p%d", example, k, k))
+		}
+	}
 	planned := make([]*File, len(fds))
 	errs := make([]error, len(fds))
 	plan := func(i int) {
@@ -382,37 +388,108 @@ func detect(o, n string) [][2]string {
 	return [][2]string{asIs}
 }
 
-// planFile resolves, reads and matches one file; nil when not selected.
-func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
-	read := func(rel string) ([]byte, bool, error) {
-		if opts.ReadFile != nil {
-			return opts.ReadFile(rel)
-		}
-		abs, err := ws.resolve(rel)
-		if err != nil {
-			return nil, false, err
-		}
-		b, err := os.ReadFile(abs)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, false, nil
-		}
-		return b, err == nil, err
+// source reads pre-images: from Options.ReadFile, or from disk through
+// the workspace's confinement.
+type source struct {
+	ws       *workspace
+	readFile func(path string) ([]byte, bool, error)
+}
+
+func (s source) read(rel string) ([]byte, bool, error) {
+	if s.readFile != nil {
+		return s.readFile(rel)
 	}
-	exists := func(rel string) bool {
-		if _, err := ws.rel(rel); err != nil {
+	abs, err := s.ws.resolve(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+// exists reports whether a safe relative path names an existing file.
+func (s source) exists(rel string) bool {
+	if _, err := s.ws.rel(rel); err != nil {
+		return false
+	}
+	if s.readFile == nil {
+		abs, err := s.ws.resolve(rel)
+		if err != nil {
 			return false
 		}
-		if opts.ReadFile == nil {
-			abs, err := ws.resolve(rel)
-			if err != nil {
-				return false
-			}
-			_, err = os.Stat(abs)
-			return err == nil
-		}
-		_, ok, err := read(rel)
-		return ok && err == nil
+		_, err = os.Stat(abs)
+		return err == nil
 	}
+	_, ok, err := s.readFile(rel)
+	return ok && err == nil
+}
+
+// detectStrip finds the one strip level for the whole diff when the
+// per-file reading (a/ b/ or none) misses an existing source file but
+// stripping more components finds every one of them — typically a model
+// that put the project's own directory after a/ (a/proj/src/x.go). Created
+// files then use the same level. It returns 0 when the per-file reading
+// works, or when no level or more than one level fits.
+func detectStrip(ws *workspace, fds []*fileDiff, src source) (int, string) {
+	var names []string
+	for _, fd := range fds {
+		if fd.renameFrom != "" || fd.copyFrom != "" || fd.newFile || fd.oldName == "/dev/null" || fd.oldName == "" {
+			continue
+		}
+		names = append(names, fd.oldName)
+	}
+	if len(names) == 0 {
+		return 0, ""
+	}
+	found := func(name string) bool {
+		for _, c := range detect(name, name) {
+			if rel, err := ws.rel(c[0]); err == nil && src.exists(rel) {
+				return true
+			}
+		}
+		return false
+	}
+	missing := false
+	for _, n := range names {
+		if !found(n) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return 0, ""
+	}
+	var fits []int
+	for k := 2; k <= 4; k++ {
+		ok := true
+		for _, n := range names {
+			s, valid := stripComponents(n, k)
+			if !valid || strings.HasPrefix(n, "/") {
+				ok = false
+				break
+			}
+			if rel, err := ws.rel(s); err != nil || !src.exists(rel) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			fits = append(fits, k)
+		}
+	}
+	if len(fits) != 1 {
+		return 0, ""
+	}
+	return fits[0], names[0]
+}
+
+// planFile resolves, reads and matches one file; nil when not selected.
+func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
+	src := source{ws: ws, readFile: opts.ReadFile}
+	read, exists := src.read, src.exists
 	oldRel, newRel, err := names(ws, fd, opts, exists)
 	if err != nil {
 		return nil, err
@@ -442,13 +519,13 @@ func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
 	if fd.newMode != 0 {
 		f.Mode = fs.FileMode(fd.newMode & 0o777)
 	}
-	src := oldRel
-	if src == "" {
-		src = newRel
+	from := oldRel
+	if from == "" {
+		from = newRel
 	}
-	before, existed, err := read(src)
+	before, existed, err := read(from)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", src, err)
+		return nil, fmt.Errorf("reading %s: %w", from, err)
 	}
 	f.Before, f.Existed, f.BeforeHash = before, existed, HashAbsent
 	if existed {
