@@ -94,6 +94,8 @@ func scan(diff []byte) (*scanned, error) {
 	for i := 0; i < len(ls); i++ {
 		l := strings.TrimSuffix(ls[i], "\r")
 		switch {
+		case strings.HasPrefix(l, "diff --cc ") || strings.HasPrefix(l, "diff --combined ") || strings.HasPrefix(l, "@@@ "):
+			return nil, &ParseError{Line: lineNo(i), Msg: "a combined (merge) diff cannot be applied; diff against one parent instead (git diff A B)"}
 		case strings.HasPrefix(l, "diff ") || strings.HasPrefix(l, "Index: "):
 			newFile(i).header = append(cur.header, ls[i])
 		case strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
