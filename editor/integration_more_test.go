@@ -2,7 +2,9 @@ package editor_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,5 +329,33 @@ func TestWatcherUpdatesTheEditor(t *testing.T) {
 		return json.Unmarshal(raw, &p) == nil && p.Change.ID == res.Changes[0] && p.Change.Status == daemon.StatusConflict
 	}); err != nil {
 		t.Fatalf("no smith/changeUpdated with status conflict: %v", err)
+	}
+}
+
+// TestServeBadFlags: bad flags exit 2 with a message naming the flag,
+// before any protocol is spoken.
+func TestServeBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "tcp:127.0.0.1:9"}, "--listen"},
+		{[]string{"--dialect", "klingon"}, "dialect"},
+		{[]string{"--idle-timeout", "soon"}, "idle_timeout"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(smithBin, append([]string{"serve"}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit %v, want status 2; output:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("message does not name %s:\n%s", tt.want, out)
+			}
+		})
 	}
 }
