@@ -35,6 +35,21 @@ const (
 	kindNone = "none"
 )
 
+// Extra kinds: more failures from the reference's list, outside issue #3's
+// cycle (and its targets); select them with -kinds.
+const (
+	kindFenced         = "markdown-fenced"   // the diff inside a ```diff fence, with prose around it
+	kindTabsAsSpaces   = "tabs-as-spaces"    // leading tabs of context lines written as four spaces
+	kindDroppedContext = "dropped-context"   // one interior context line left out, counts fitted to the body
+	kindCRLFDiff       = "crlf-diff"         // the diff has CRLF line ends, the files LF
+	kindNoFinalEOL     = "diff-no-final-eol" // the diff text lacks its last newline
+)
+
+// extraKinds returns the kinds outside the default cycle.
+func extraKinds() []string {
+	return []string{kindFenced, kindTabsAsSpaces, kindDroppedContext, kindCRLFDiff, kindNoFinalEOL}
+}
+
 // allKinds returns the cycle of the damaged set, in the order issue #3 lists
 // the kinds.
 func allKinds() []string {
@@ -120,8 +135,18 @@ func applicable(kind string, fds []*diff.FileDiff, src *source) bool {
 		return false // mode changes or empty files only: no text to damage
 	}
 	switch kind {
-	case kindNone, kindLineNumbers, kindCounts, kindBareHeader:
+	case kindNone, kindLineNumbers, kindCounts, kindBareHeader, kindFenced, kindNoFinalEOL:
 		return true
+	case kindTabsAsSpaces:
+		return anyHunk(fds, func(_ *diff.FileDiff, h *diff.Hunk) bool { return len(tabContextLines(h)) > 0 })
+	case kindDroppedContext:
+		return anyHunk(fds, func(_ *diff.FileDiff, h *diff.Hunk) bool { return len(interiorContextLines(h)) > 0 })
+	case kindCRLFDiff:
+		// A created file has no line ends of its own to keep: whether its
+		// CRLF lines are transport damage or content is a guess, so such
+		// diffs are left out.
+		return noCR(src.before) && noCR(src.after) && bytes.IndexByte(src.diff, '\r') < 0 &&
+			!slices.ContainsFunc(fds, func(fd *diff.FileDiff) bool { return fd.OrigName == devNull })
 	case kindMissingPrefix, kindAbsolutePath:
 		return allHaveHunks(fds)
 	case kindExtraPrefix:
@@ -256,11 +281,85 @@ func damage(kind string, src *source, rng *rand.Rand) (*damaged, error) {
 		}
 	case kindBareHeader:
 		bare = []string{"@@", "@@ ... @@"}[rng.IntN(2)]
+	case kindTabsAsSpaces:
+		for _, fd := range fds {
+			for _, h := range fd.Hunks {
+				idx := tabContextLines(h)
+				editLines(h, func(i int, l []byte) []byte {
+					if !slices.Contains(idx, i) {
+						return l
+					}
+					text := l[1:]
+					tabs := len(text) - len(bytes.TrimLeft(text, "\t"))
+					return slices.Concat([]byte(" "), bytes.Repeat([]byte("    "), tabs), text[tabs:])
+				})
+			}
+		}
+	case kindDroppedContext:
+		dropContextLine(fds, rng)
 	}
 	if out.diff, err = printDiff(fds, bare); err != nil {
 		return nil, err
 	}
+	switch kind {
+	case kindFenced:
+		out.diff = slices.Concat([]byte("Here is the change:\n\n```diff\n"), out.diff,
+			[]byte("```\n\nIt keeps the behaviour otherwise unchanged.\n"))
+	case kindCRLFDiff:
+		out.diff = toCRLF(out.diff)
+	case kindNoFinalEOL:
+		out.diff = bytes.TrimSuffix(out.diff, []byte("\n"))
+	}
 	return out, nil
+}
+
+func noCR(files map[string][]byte) bool {
+	for _, b := range files {
+		if bytes.IndexByte(b, '\r') >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// tabContextLines returns the indexes of context lines that start with a tab.
+func tabContextLines(h *diff.Hunk) []int {
+	lines := bodyLines(h.Body)
+	return slices.DeleteFunc(contextLines(h), func(i int) bool { return !bytes.HasPrefix(lines[i], []byte(" \t")) })
+}
+
+// interiorContextLines returns the context lines with context lines on
+// both sides. Leaving one of them out keeps every changed line next to the
+// lines it was next to, so the commit's result stays the only right one.
+func interiorContextLines(h *diff.Hunk) []int {
+	ctx := contextLines(h)
+	return slices.DeleteFunc(slices.Clone(ctx), func(i int) bool {
+		return !slices.Contains(ctx, i-1) || !slices.Contains(ctx, i+1)
+	})
+}
+
+// dropContextLine leaves one interior context line out of one hunk and fits
+// that hunk's counts to its body, so the missing line is the only damage.
+func dropContextLine(fds []*diff.FileDiff, rng *rand.Rand) {
+	var hunks []*diff.Hunk
+	for _, fd := range fds {
+		for _, h := range fd.Hunks {
+			if len(interiorContextLines(h)) > 0 {
+				hunks = append(hunks, h)
+			}
+		}
+	}
+	h := hunks[rng.IntN(len(hunks))]
+	idx := interiorContextLines(h)
+	drop := idx[rng.IntN(len(idx))]
+	editLines(h, func(i int, l []byte) []byte {
+		if i == drop {
+			return nil
+		}
+		return l
+	})
+	h.OrigLines--
+	h.NewLines--
 }
 
 // shiftLineNumbers moves every hunk that does not start an empty file by a

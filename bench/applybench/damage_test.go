@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sourcegraph/go-diff/diff"
 )
 
 // sampleSource is testdata/sample.diff with its files: doc/f.txt (30 lines,
@@ -125,6 +126,32 @@ func TestDamageKinds(t *testing.T) {
 				}
 			}
 		}},
+		{kindFenced, func(t *testing.T, got string, _ *damaged) {
+			if !strings.HasPrefix(got, "Here is the change:\n\n```diff\n"+base+"```\n") {
+				t.Errorf("want the diff in a fence after prose, got:\n%s", got)
+			}
+		}},
+		{kindNoFinalEOL, func(t *testing.T, got string, _ *damaged) {
+			if got+"\n" != base {
+				t.Errorf("want the diff without its last newline, got %q", got)
+			}
+		}},
+		{kindDroppedContext, func(t *testing.T, got string, _ *damaged) {
+			if _, err := parseDiff([]byte(got)); err != nil {
+				t.Errorf("counts not fitted to the body: %v", err)
+			}
+			gotLines, baseLines := strings.Split(got, "\n"), strings.Split(base, "\n")
+			if len(gotLines) != len(baseLines)-1 {
+				t.Fatalf("want exactly one line fewer, got %d for %d", len(gotLines), len(baseLines))
+			}
+			for _, l := range baseLines {
+				if strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+					if !strings.Contains(got, "\n"+l+"\n") {
+						t.Errorf("changed line %q was dropped", l)
+					}
+				}
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
@@ -148,7 +175,7 @@ func TestApplicable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{kindNoNewline, kindCRLF} {
+	for _, kind := range []string{kindNoNewline, kindCRLF, kindCRLFDiff} {
 		if applicable(kind, fds, src) {
 			t.Errorf("%s applies, want not", kind)
 		}
@@ -170,5 +197,55 @@ func noLines(t *testing.T, got string, prefixes ...string) {
 		if regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p)).MatchString(got) {
 			t.Errorf("want no %q line in:\n%s", p, got)
 		}
+	}
+}
+
+func TestDamageTabsAsSpaces(t *testing.T) {
+	src := &source{
+		diff:   []byte("--- a/m.go\n+++ b/m.go\n@@ -1,4 +1,4 @@\n func f() {\n-\treturn 1\n+\treturn 2\n \t\t// end\n }\n"),
+		before: map[string][]byte{"m.go": []byte("func f() {\n\treturn 1\n\t\t// end\n}\n")},
+		after:  map[string][]byte{"m.go": []byte("func f() {\n\treturn 2\n\t\t// end\n}\n")},
+	}
+	if applicable(kindTabsAsSpaces, mustParse(t, sampleSource(t).diff), sampleSource(t)) {
+		t.Error("applies to a diff without tab-indented context")
+	}
+	d, err := damage(kindTabsAsSpaces, src, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--- a/m.go\n+++ b/m.go\n@@ -1,4 +1,4 @@\n func f() {\n-\treturn 1\n+\treturn 2\n         // end\n }\n"
+	if got := string(d.diff); got != want {
+		t.Errorf("got %q\nwant %q (only context lines change)", got, want)
+	}
+}
+
+func mustParse(t *testing.T, d []byte) []*diff.FileDiff {
+	t.Helper()
+	fds, err := parseDiff(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fds
+}
+
+func TestDamageCRLFDiff(t *testing.T) {
+	src := &source{
+		diff:   []byte("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n"),
+		before: map[string][]byte{"f": []byte("a\nb\n")},
+		after:  map[string][]byte{"f": []byte("A\nb\n")},
+	}
+	d, err := damage(kindCRLFDiff, src, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--- a/f\r\n+++ b/f\r\n@@ -1,2 +1,2 @@\r\n-a\r\n+A\r\n b\r\n"; string(d.diff) != want {
+		t.Errorf("got %q, want %q", d.diff, want)
+	}
+	if !bytes.Equal(d.after["f"], src.after["f"]) {
+		t.Error("the expected file must stay LF")
+	}
+	// A created file's line ends are the diff's guess, so the kind stays away.
+	if applicable(kindCRLFDiff, mustParse(t, sampleSource(t).diff), sampleSource(t)) {
+		t.Error("applies to a diff that creates a file")
 	}
 }

@@ -60,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.smith, "smith", "", "path of the smith binary (needed by -tools smith)")
 	fs.StringVar(&tools, "tools", "smith,git,patch", "tools to compare, in table order: smith, git, patch")
 	fs.StringVar(&sets, "sets", "real,damaged", "case sets to run: real, damaged")
-	fs.StringVar(&kinds, "kinds", strings.Join(allKinds(), ","), "damage kinds to cycle through (or none, to check the harness)")
+	fs.StringVar(&kinds, "kinds", strings.Join(allKinds(), ","), "damage kinds to cycle through; also the extra kinds "+strings.Join(extraKinds(), ", ")+", or none (to check the harness)")
 	fs.StringVar(&c.work, "work", "", "scratch directory (default: a new temporary directory, removed at the end)")
 	fs.StringVar(&c.mdOut, "md", "-", "where to write the Markdown report (- for stdout)")
 	fs.StringVar(&c.jsonOut, "json", "", "where to write the JSON summary with every case")
@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.tools, c.sets, c.kinds = splitList(tools), splitList(sets), splitList(kinds)
 	c.dump, c.ignored = splitList(dump), splitList(ignored)
 	for _, k := range c.kinds {
-		if k != kindNone && !slices.Contains(allKinds(), k) {
+		if k != kindNone && !slices.Contains(allKinds(), k) && !slices.Contains(extraKinds(), k) {
 			return nil, fmt.Errorf("unknown damage kind %q", k)
 		}
 	}

@@ -107,7 +107,7 @@ func (s *summary) tally(cases []*benchCase, tools []tool) {
 		if st.Kind == "" {
 			return slices.Index([]string{setReal, setDamaged}, st.Set) - 100
 		}
-		return slices.Index(allKinds(), st.Kind)
+		return slices.Index(append(allKinds(), extraKinds()...), st.Kind)
 	}
 	sort.SliceStable(s.Sets, func(i, j int) bool { return order(s.Sets[i]) < order(s.Sets[j]) })
 }
