@@ -111,7 +111,7 @@ func scan(diff []byte) (*scanned, error) {
 			}
 			cur.header = append(cur.header, ls[i], ls[i+1])
 			i++
-		case strings.HasPrefix(l, "+++ ") && (cur == nil || !hasFileNames(cur)):
+		case strings.HasPrefix(l, "+++ ") && (cur == nil || len(cur.hunks) > 0 || !hasFileNames(cur)):
 			// A "+++" without its "---": keep it, parse supplies the other.
 			if cur == nil || len(cur.hunks) > 0 {
 				newFile(i)
@@ -245,11 +245,12 @@ func scanHunk(ls []string, i int, lineNo func(int) int) (*rawHunk, int) {
 		if strings.HasPrefix(l, "@@") || strings.HasPrefix(l, "diff ") || strings.HasPrefix(l, "Index: ") {
 			break
 		}
-		if strings.HasPrefix(l, "--- ") && j+2 < len(ls) && strings.HasPrefix(ls[j+1], "+++ ") && strings.HasPrefix(ls[j+2], "@@") {
-			pending := h.numbered && (oldAll < h.oldCount || newAll < h.newCount) && (oldNE < h.oldCount || newNE < h.newCount)
-			if !pending {
-				break // a new file header, not a "-- x"/"++ y" pair of body lines
-			}
+		pending := h.numbered && (oldAll < h.oldCount || newAll < h.newCount) && (oldNE < h.oldCount || newNE < h.newCount)
+		if !pending && strings.HasPrefix(l, "--- ") && j+2 < len(ls) && strings.HasPrefix(ls[j+1], "+++ ") && strings.HasPrefix(ls[j+2], "@@") {
+			break // a new file header, not a "-- x"/"++ y" pair of body lines
+		}
+		if !pending && strings.HasPrefix(l, "+++ ") && j+1 < len(ls) && strings.HasPrefix(ls[j+1], "@@") {
+			break // a new file's lone "+++" header
 		}
 		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
 			// Prose after the hunk, or a body line that lost its prefix
