@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -592,6 +593,19 @@ func TestExitWhenStdinCloses(t *testing.T) {
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	s := serve(t, ws, "http://127.0.0.1:1", t.TempDir())
 	if err := s.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := s.Wait(10 * time.Second); err != nil || code != 0 {
+		t.Fatalf("exit code %d, %v; want 0", code, err)
+	}
+}
+
+// TestExitOnSignal: SIGTERM ends a stdio server cleanly even while it
+// waits for input.
+func TestExitOnSignal(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	s := serve(t, ws, "http://127.0.0.1:1", t.TempDir())
+	if err := s.Process().Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if code, err := s.Wait(10 * time.Second); err != nil || code != 0 {
