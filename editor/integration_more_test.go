@@ -158,8 +158,8 @@ func TestDialogsAndSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Call(ctx, editor.MethodDialogSelect, map[string]any{"dialogId": d.ID}, nil)
-	if err == nil {
-		t.Error("selecting a deleted dialog succeeded")
+	if got := rpcCode(t, err); got != editor.CodeUnknownDialog {
+		t.Errorf("selecting a deleted dialog: code %d, want %d (%v)", got, editor.CodeUnknownDialog, err)
 	}
 }
 
