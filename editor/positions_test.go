@@ -172,3 +172,31 @@ func TestURIRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMinimalEdit: for any two texts, the edit minimalEdit builds, applied
+// through the didChange arithmetic, turns the first into the second, in
+// every encoding.
+func FuzzMinimalEdit(f *testing.F) {
+	f.Add("a\r\nb", "a\nb")
+	f.Add("x😀y", "x😁y")
+	f.Add("", "\r")
+	f.Add("\xff\xfe", "\xff")
+	f.Fuzz(func(t *testing.T, old, new string) {
+		for _, enc := range []PositionEncoding{EncodingUTF16, EncodingUTF8, EncodingUTF32} {
+			edit := minimalEdit([]byte(old), []byte(new), enc)
+			if edit == nil {
+				if old != new {
+					t.Fatalf("%s: no edit for %q → %q", enc, old, new)
+				}
+				continue
+			}
+			got, err := applyChanges([]byte(old), []TextDocumentContentChangeEvent{{Range: &edit.Range, Text: edit.NewText}}, enc)
+			if err != nil {
+				t.Fatalf("%s: %v", enc, err)
+			}
+			if string(got) != new {
+				t.Fatalf("%s: %q with %+v gives %q, want %q", enc, old, edit, got, new)
+			}
+		}
+	})
+}
