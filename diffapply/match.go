@@ -28,10 +28,14 @@ type step struct {
 // context: a unique match of fewer lines is too weak to trust.
 const minFuzzBlock = 3
 
-var (
-	ladder       = []step{{}, {anywhere: true}, {anywhere: true, ws: true}, {anywhere: true, ws: true, fuzz: 1}, {anywhere: true, ws: true, fuzz: 2}}
-	strictLadder = ladder[:2]
-)
+// rungs returns the ladder, strictest first; strict stops after the
+// byte-exact rungs.
+func rungs(strict bool) []step {
+	if strict {
+		return []step{{}, {anywhere: true}}
+	}
+	return []step{{}, {anywhere: true}, {anywhere: true, ws: true}, {anywhere: true, ws: true, fuzz: 1}, {anywhere: true, ws: true, fuzz: 2}}
+}
 
 // matcher locates the hunks of one file in its pre-image.
 type matcher struct {
@@ -90,11 +94,7 @@ func newJob(h *hunk, pub *Hunk) *job {
 // a hunk that fits exactly where it says claims its lines before another
 // hunk searches the file.
 func (m *matcher) locate(jobs []*job, strict bool) {
-	steps := ladder
-	if strict {
-		steps = strictLadder
-	}
-	for _, st := range steps {
+	for _, st := range rungs(strict) {
 		for _, j := range jobs {
 			if !j.done {
 				m.try(j, st)

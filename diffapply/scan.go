@@ -46,12 +46,6 @@ const noNewlineMarker = `\ No newline at end of file`
 
 var hunkHeaderRE = regexp.MustCompile(`^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+ ?(.*)$`)
 
-var extendedPrefixes = []string{
-	"old mode ", "new mode ", "deleted file mode ", "new file mode ",
-	"copy from ", "copy to ", "rename from ", "rename to ", "rename old ", "rename new ",
-	"similarity index ", "dissimilarity index ", "index ", "GIT binary patch",
-}
-
 // scanned is the result of scan.
 type scanned struct {
 	files   []*rawFile
@@ -156,8 +150,13 @@ func hasFileNames(f *rawFile) bool {
 	return false
 }
 
+// isExtended reports a git extended header line.
 func isExtended(l string) bool {
-	for _, p := range extendedPrefixes {
+	for _, p := range [...]string{
+		"old mode ", "new mode ", "deleted file mode ", "new file mode ",
+		"copy from ", "copy to ", "rename from ", "rename to ", "rename old ", "rename new ",
+		"similarity index ", "dissimilarity index ", "index ", "GIT binary patch",
+	} {
 		if strings.HasPrefix(l, p) {
 			return true
 		}

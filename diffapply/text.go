@@ -24,9 +24,15 @@ const (
 	eolCRLF
 )
 
-var eolText = [...]string{eolNone: "", eolLF: "\n", eolCRLF: "\r\n"}
-
-func (e eol) String() string { return eolText[e] }
+func (e eol) String() string {
+	switch e {
+	case eolLF:
+		return "\n"
+	case eolCRLF:
+		return "\r\n"
+	}
+	return ""
+}
 
 func splitLines(b []byte) lines {
 	s := string(b)
