@@ -44,11 +44,12 @@ type Buffer struct {
 
 // Editor is a fake editor connected to one smith serve.
 type Editor struct {
-	t    testing.TB
-	conn jsonrpc2.Conn
-	raw  *lockedWriter
-	proc *exec.Cmd
-	errb *syncBuffer // the server's stderr (subprocess only)
+	conn    jsonrpc2.Conn
+	raw     *lockedWriter
+	proc    *exec.Cmd
+	errb    *syncBuffer   // the server's stderr (subprocess only)
+	exited  chan struct{} // closed when proc has been waited for
+	exitErr error         // proc.Wait's result, once exited is closed
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -128,11 +129,17 @@ func Start(t testing.TB, bin string, args ...string) *Editor {
 		t.Fatalf("start %s: %v", bin, err)
 	}
 	e := newEditor(t, &pipeRWC{r: stdout, w: stdin})
-	e.proc, e.errb = cmd, errb
+	e.proc, e.errb, e.exited = cmd, errb, make(chan struct{})
+	go func() {
+		e.exitErr = cmd.Wait()
+		close(e.exited)
+	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-e.exited:
+		default:
 			cmd.Process.Kill()
-			cmd.Wait()
+			<-e.exited
 		}
 		if t.Failed() {
 			t.Logf("smith stderr:\n%s", errb.String())
@@ -162,7 +169,7 @@ func Dial(t testing.TB, socket string) *Editor {
 func New(t testing.TB, rwc io.ReadWriteCloser) *Editor { return newEditor(t, rwc) }
 
 func newEditor(t testing.TB, rwc io.ReadWriteCloser) *Editor {
-	e := &Editor{t: t, bufs: map[string]*Buffer{}, Encoding: "utf-16", rawCalls: map[string]chan json.RawMessage{}}
+	e := &Editor{bufs: map[string]*Buffer{}, Encoding: "utf-16", rawCalls: map[string]chan json.RawMessage{}}
 	e.cond = sync.NewCond(&e.mu)
 	e.raw = &lockedWriter{rwc: rwc}
 	stream := &recordingStream{frames: jsonrpc2.NewHeaderStream(e.raw).(frameStream), onError: e.recordError, onResponse: e.deliverRaw}
@@ -411,15 +418,13 @@ func (e *Editor) Wait(timeout time.Duration) (int, error) {
 	if e.proc == nil {
 		return 0, errors.New("not a subprocess")
 	}
-	done := make(chan error, 1)
-	go func() { done <- e.proc.Wait() }()
 	select {
-	case err := <-done:
+	case <-e.exited:
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if errors.As(e.exitErr, &ee) {
 			return ee.ExitCode(), nil
 		}
-		return 0, err
+		return 0, e.exitErr
 	case <-time.After(timeout):
 		return -1, fmt.Errorf("smith did not exit within %s", timeout)
 	}
