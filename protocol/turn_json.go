@@ -23,10 +23,22 @@ type payload struct {
 	members []member
 }
 
+// member locates one member in raw by offsets (no pointers: appending one
+// costs no write barrier).
 type member struct {
-	key string // decoded name
-	val string // raw JSON value
+	k0, k1 int  // the name, without quotes
+	v0, v1 int  // the raw JSON value
+	keyEsc bool // the name has escapes and must be decoded to compare
 }
+
+func (p *payload) key(m *member) string {
+	if m.keyEsc {
+		return unquote(p.raw[m.k0-1 : m.k1+1])
+	}
+	return p.raw[m.k0:m.k1]
+}
+
+func (p *payload) val(m *member) string { return p.raw[m.v0:m.v1] }
 
 // jsonKind is the JSON type of a raw value, from its first byte.
 func jsonKind(v string) byte {
@@ -79,8 +91,9 @@ func (p *payload) parse(s string) error {
 // in encoding/json).
 func (p *payload) get(key string) (string, bool) {
 	for i := len(p.members) - 1; i >= 0; i-- {
-		if p.members[i].key == key {
-			return p.members[i].val, true
+		m := &p.members[i]
+		if m.k1-m.k0 == len(key) && p.raw[m.k0:m.k1] == key || m.keyEsc && p.key(m) == key {
+			return p.val(m), true
 		}
 	}
 	return "", false
@@ -256,10 +269,7 @@ func (sc *scanner) object(p *payload) error {
 		if err := sc.str(); err != nil {
 			return err
 		}
-		key := sc.s[k0+1 : sc.i-1]
-		if sc.esc != esc0 {
-			key = unquote(sc.s[k0:sc.i])
-		}
+		k1, kEsc := sc.i-1, sc.esc != esc0
 		sc.ws()
 		if sc.i >= len(sc.s) || sc.s[sc.i] != ':' {
 			return sc.fail("after an object key")
@@ -271,7 +281,7 @@ func (sc *scanner) object(p *payload) error {
 			return err
 		}
 		if p != nil {
-			p.members = append(p.members, member{key: key, val: sc.s[v0:sc.i]})
+			p.members = append(p.members, member{k0: k0 + 1, k1: k1, v0: v0, v1: sc.i, keyEsc: kEsc})
 		}
 		sc.ws()
 		if sc.i >= len(sc.s) {
@@ -450,9 +460,8 @@ func (sc *scanner) str() error {
 // as an "any byte" test).
 func hasSpecial(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
-	less := (x - 0x20*ones) & ^x & highs // a byte < 0x20
-	return less|zero(x^('"'*ones))|zero(x^('\\'*ones)) != 0
+	q, b := x^('"'*ones), x^('\\'*ones)
+	return ((x-0x20*ones)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 func isHex(c byte) bool {

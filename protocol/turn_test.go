@@ -262,14 +262,19 @@ func FuzzPayload(f *testing.F) {
 		if json.Unmarshal([]byte(s), &m) != nil {
 			t.Fatalf("encoding/json rejects %q", s)
 		}
-		for _, mem := range p.members {
-			if jsonKind(mem.val) != 's' {
+		for i := range p.members {
+			mem := &p.members[i]
+			if _, ok := m[p.key(mem)]; !ok {
+				t.Fatalf("member name %q not among encoding/json's %v", p.key(mem), m)
+			}
+			v := p.val(mem)
+			if jsonKind(v) != 's' {
 				continue
 			}
 			var want string
-			json.Unmarshal([]byte(mem.val), &want)
-			if got := unquote(mem.val); got != want {
-				t.Fatalf("unquote(%s) = %q, want %q", mem.val, got, want)
+			json.Unmarshal([]byte(v), &want)
+			if got := unquote(v); got != want {
+				t.Fatalf("unquote(%s) = %q, want %q", v, got, want)
 			}
 		}
 	})
