@@ -114,20 +114,28 @@ func Build(moduleDir, outDir string) (string, error) {
 // test if it is still running; its stderr is logged when the test fails.
 func Start(t testing.TB, bin string, args ...string) *Editor {
 	t.Helper()
+	// Plain pipes rather than StdinPipe/StdoutPipe: exec's Wait closes
+	// those, and output the server wrote just before exiting would be lost
+	// to a reader that had not got to it yet.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd.Stdin, cmd.Stdout = inR, outW
 	errb := &syncBuffer{}
 	cmd.Stderr = errb
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
+	stdin, stdout := inW, outR
 	e := newEditor(t, &pipeRWC{r: stdout, w: stdin})
 	e.proc, e.errb, e.exited = cmd, errb, make(chan struct{})
 	go func() {
