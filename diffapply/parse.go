@@ -17,8 +17,8 @@ import (
 // terminator (a CR the diff carried is dropped: line endings come from
 // the file, see text.go).
 type hunkLine struct {
-	op   byte
 	text string
+	op   byte
 	cr   bool // the diff's line ended in CRLF (used only for a new file's lines)
 }
 
@@ -217,7 +217,7 @@ func unquote(s string) (string, error) {
 // when no body holds a "---"/"+++" pair go-diff would take for a file
 // header (D9), else one hunk at a time.
 func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
-	var b strings.Builder
+	var b bytes.Buffer // go-diff wants []byte: build it directly, no copy
 	size := 0
 	for _, rh := range rhs {
 		size += 40
@@ -239,7 +239,7 @@ func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
 		}
 	}
 	if !risky {
-		gh, err := diff.ParseHunksOptions([]byte(b.String()), diff.ParseOptions{KeepCR: true})
+		gh, err := diff.ParseHunksOptions(b.Bytes(), diff.ParseOptions{KeepCR: true})
 		if err == nil && len(gh) == len(rhs) {
 			out := make([]*hunk, len(rhs))
 			for i, g := range gh {
@@ -295,7 +295,7 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 			if l == "" {
 				l = " " // GNU diff's empty context line
 			}
-			h.lines = append(h.lines, hunkLine{op: l[0], text: l[1:], cr: cr})
+			h.lines = append(h.lines, hunkLine{text: l[1:], op: l[0], cr: cr})
 		}
 	}
 	if h.newNoNL && len(h.lines) > 0 && h.lines[len(h.lines)-1].op == ' ' {
