@@ -359,3 +359,37 @@ func TestServeBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestLimits: the per-editor limits of initializationOptions answer with
+// their documented codes, and nothing is sent upstream for them.
+func TestLimits(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
+	ed := editortest.Start(t, smithBin, "serve", "--upstream", up, "--state-dir", t.TempDir())
+	ctx := testCtx(t)
+	if _, err := ed.Initialize(ctx, ws, map[string]any{"maxTurns": 1, "maxMessage": 40}); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{Editor: ed, t: t, ws: ws}
+	_, err := s.chat(map[string]any{"message": strings.Repeat("long ", 20)})
+	if got := rpcCode(t, err); got != editor.CodeMessageTooLong {
+		t.Errorf("long message: code %d, want %d (%v)", got, editor.CodeMessageTooLong, err)
+	}
+	first, err := s.CallRaw(editor.MethodChat, map[string]any{"message": "add a comment to Sum in calc.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitNotification(ctx, editor.MethodEvent, nil); err != nil {
+		t.Fatal(err)
+	}
+	var d daemon.Dialog
+	if err := s.Call(ctx, editor.MethodDialogNew, map[string]any{}, &d); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.chat(map[string]any{"dialogId": d.ID, "message": "rename total to sum in calc.go"})
+	if got := rpcCode(t, err); got != editor.CodeTooManyTurns {
+		t.Errorf("second turn with maxTurns 1: code %d, want %d (%v)", got, editor.CodeTooManyTurns, err)
+	}
+	s.Cancel(ctx, first.ID)
+	<-first.Response
+}
