@@ -282,6 +282,7 @@ func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) 
 	if oldName == "" && newName == "" {
 		return "", "", &ParseError{Line: fd.line, Msg: "the diff names no file; give the target path"}
 	}
+	oldName, newName = trimAnnotation(oldName), trimAnnotation(newName)
 	var cands [][2]string
 	switch {
 	case explicit || opts.Strip == StripNone:
@@ -331,6 +332,20 @@ func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) 
 		return "", "", firstErr
 	}
 	return firstOK[0], firstOK[1], nil
+}
+
+// trimAnnotation drops the note models append to header names:
+// "--- a/f.go (original)", "+++ b/f.go (modified)".
+func trimAnnotation(name string) string {
+	i := strings.LastIndex(name, " (")
+	if i < 0 || !strings.HasSuffix(name, ")") {
+		return name
+	}
+	switch strings.ToLower(name[i+2 : len(name)-1]) {
+	case "original", "modified", "new", "new file", "updated", "changed", "deleted", "before", "after", "old", "current", "proposed":
+		return name[:i]
+	}
+	return name
 }
 
 func relPair(ws *workspace, c [2]string) (string, string, error) {
