@@ -454,7 +454,7 @@ func detectStrip(ws *workspace, fds []*fileDiff, src source) (int, string) {
 		if fd.renameFrom != "" || fd.copyFrom != "" || fd.newFile || fd.oldName == "/dev/null" || fd.oldName == "" {
 			continue
 		}
-		names = append(names, fd.oldName)
+		names = append(names, trimAnnotation(fd.oldName))
 	}
 	if len(names) == 0 {
 		return 0, ""
