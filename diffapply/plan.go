@@ -714,6 +714,9 @@ func (f *File) render(ids []int) []byte {
 		emit(l.text[pos], l.eol[pos].String())
 	}
 	s := out.String()
+	if strings.HasPrefix(string(f.Before), bom) && !strings.HasPrefix(s, bom) && s != "" && !f.diffHasBOM() {
+		s = bom + s // the diff rewrote line 1 without the mark it never saw
+	}
 	switch {
 	case wantFinal < 0:
 		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
@@ -721,6 +724,19 @@ func (f *File) render(ids []int) []byte {
 		s += f.conv // an old-side marker with the file's own last line
 	}
 	return []byte(s)
+}
+
+// diffHasBOM reports whether any line of the diff carries a byte-order
+// mark, i.e. the diff itself says what happens to it.
+func (f *File) diffHasBOM() bool {
+	for _, j := range f.jobs {
+		for _, l := range j.h.lines {
+			if strings.Contains(l.text, bom) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addedEOL is the ending of an added line: the file's convention, or for

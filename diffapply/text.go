@@ -86,6 +86,7 @@ func (l lines) noFinalNewline() bool {
 // equals any other run, trailing blanks (and a CR) are ignored, but
 // whitespace present on one side only still differs.
 func normWS(s string) string {
+	s = strings.TrimPrefix(s, bom) // models drop the byte-order mark
 	if !strings.ContainsAny(s, " \t\r\f\v") {
 		return s
 	}
@@ -106,6 +107,9 @@ func normWS(s string) string {
 	}
 	return b.String()
 }
+
+// bom is the UTF-8 byte-order mark.
+const bom = "\ufeff"
 
 // Hash is the pre-image hash Commit checks against: "sha256:" and the hex
 // digest of the content.
