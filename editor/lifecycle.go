@@ -27,6 +27,9 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 	}
 	cfg, err := c.srv.opts.Resolve(ctx, ws, init)
 	if err != nil {
+		if ws == "" {
+			return nil, invalidParams("%v", err) // the editor named no workspace
+		}
 		return nil, fmt.Errorf("configure smith for %s: %w", ws, err)
 	}
 	eng, release, err := c.srv.engines.acquire(ctx, cfg)

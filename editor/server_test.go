@@ -289,3 +289,16 @@ func asRPC(t *testing.T, err error) *jsonrpc2.Error {
 	}
 	return e
 }
+
+func TestInitializeWithoutWorkspace(t *testing.T) {
+	ed, _ := startInProcess(t)
+	ctx := testCtx(t)
+	err := ed.Call(ctx, editor.MethodInitialize, map[string]any{"processId": nil, "rootUri": nil, "capabilities": map[string]any{}}, nil)
+	if got := rpcCode(t, err); got != jsonrpc2.InvalidParams || !strings.Contains(err.Error(), "workspace") {
+		t.Errorf("initialize without a workspace: %v", err)
+	}
+	// The editor may try again with one.
+	if _, err := ed.Initialize(ctx, t.TempDir(), initOpts(t)); err != nil {
+		t.Errorf("second initialize: %v", err)
+	}
+}
