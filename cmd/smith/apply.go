@@ -60,6 +60,7 @@ are written atomically, with a journal that a killed run leaves for --recover.`,
 	f.BoolVar(&o.check, "check", false, "only check that the diff applies; write nothing")
 	f.BoolVar(&o.preview, "preview", false, "show each hunk where it would go, with its match level; write nothing")
 	f.IntVarP(&o.strip, "strip", "p", -1, "remove N leading path components (default: detect)")
+	f.Lookup("strip").DefValue = "0" // -1 means "detect"; keep pflag from printing it
 	f.BoolVarP(&o.reverse, "reverse", "R", false, "apply the diff backwards")
 	f.StringSliceVar(&o.include, "include", nil, "only files matching these globs (path.Match, or a directory prefix)")
 	f.StringSliceVar(&o.exclude, "exclude", nil, "skip files matching these globs")
