@@ -334,9 +334,10 @@ func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) 
 	return firstOK[0], firstOK[1], nil
 }
 
-// trimAnnotation drops the note models append to header names:
-// "--- a/f.go (original)", "+++ b/f.go (modified)".
+// trimAnnotation drops trailing blanks and the note models append to
+// header names: "--- a/f.go (original)", "+++ b/f.go (modified)".
 func trimAnnotation(name string) string {
+	name = strings.TrimRight(name, " \r") // trailing blanks are never meant
 	i := strings.LastIndex(name, " (")
 	if i < 0 || !strings.HasSuffix(name, ")") {
 		return name
