@@ -152,7 +152,7 @@ func (t *Turn) feed(ev SSEEvent) {
 		}
 		return
 	}
-	if v, ok := t.pl.get("dialog_id"); ok && jsonKind(v) == 's' {
+	if v, ok := t.pl.get("dialog_id"); ok && jsonKind(v) == 's' && !t.sameDialog(v) {
 		id := unquote(v)
 		switch {
 		case t.sum.DialogID == "":
@@ -162,6 +162,13 @@ func (t *Turn) feed(ev SSEEvent) {
 		}
 	}
 	t.ad.handle(t, &t.pl)
+}
+
+// sameDialog reports, without decoding, whether the raw JSON string v is the
+// turn's dialog id (every AgentSmithy event repeats it).
+func (t *Turn) sameDialog(v string) bool {
+	id := t.sum.DialogID
+	return id != "" && len(v) == len(id)+2 && v[1:len(v)-1] == id
 }
 
 // Finish ends the turn: it emits the turnEnd event and returns the summary.
