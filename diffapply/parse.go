@@ -102,7 +102,7 @@ func parseFile(rf *rawFile) (*fileDiff, error) {
 		if err != nil {
 			return nil, &ParseError{Line: rf.line, Msg: "bad file header", Err: err}
 		}
-		fd.oldName, fd.newName = gd.OrigName, gd.NewName
+		fd.oldName, fd.newName = trimAnnotation(gd.OrigName), trimAnnotation(gd.NewName)
 		if err := fd.extended(gd.Extended); err != nil {
 			return nil, &ParseError{Line: rf.line, Msg: "bad extended header", Err: err}
 		}

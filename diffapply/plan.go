@@ -282,7 +282,6 @@ func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) 
 	if oldName == "" && newName == "" {
 		return "", "", &ParseError{Line: fd.line, Msg: "the diff names no file; give the target path"}
 	}
-	oldName, newName = trimAnnotation(oldName), trimAnnotation(newName)
 	var cands [][2]string
 	switch {
 	case explicit || opts.Strip == StripNone:
@@ -455,7 +454,7 @@ func detectStrip(ws *workspace, fds []*fileDiff, src source) (int, string) {
 		if fd.renameFrom != "" || fd.copyFrom != "" || fd.newFile || fd.oldName == "/dev/null" || fd.oldName == "" {
 			continue
 		}
-		names = append(names, trimAnnotation(fd.oldName))
+		names = append(names, fd.oldName)
 	}
 	if len(names) == 0 {
 		return 0, ""
