@@ -26,7 +26,7 @@ func typed[P any, R any](f func(context.Context, *P) (R, error)) func(context.Co
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var p P
 		if len(raw) > 0 && string(raw) != "null" {
-			if err := jsonrpc2.DefaultCodec.Unmarshal(raw, &p); err != nil {
+			if err := (codec{}).Unmarshal(raw, &p); err != nil {
 				return nil, invalidParams("%v", err)
 			}
 		}

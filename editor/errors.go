@@ -83,7 +83,7 @@ func wireError(err error, data any) error {
 	}
 	e := jsonrpc2.NewError(code, err.Error())
 	if data != nil {
-		if raw, merr := jsonrpc2.DefaultCodec.Marshal(data); merr == nil {
+		if raw, merr := (codec{}).Marshal(data); merr == nil {
 			e.Data = raw
 		}
 	}

@@ -150,7 +150,7 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 		progress: map[string]context.CancelFunc{},
 		calls:    map[jsonrpc2.ID]context.CancelFunc{},
 	}
-	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log),
+	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log), jsonrpc2.WithCodec(codec{}),
 		jsonrpc2.WithPreempter(preempter{cancelRequest: c.cancelCall, cancelProgress: c.cancelProgress}))
 	c.routes = c.routeTable()
 	c.conn.Go(connCtx, c.dispatch)

@@ -48,7 +48,7 @@ func TestWireGolden(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			raw, err := jsonrpc2.DefaultCodec.Marshal(v)
+			raw, err := (codec{}).Marshal(v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,5 +74,28 @@ func TestWireGolden(t *testing.T) {
 				t.Errorf("%s (-golden +got):\n%s", name, diff)
 			}
 		})
+	}
+}
+
+// TestCodecInvalidUTF8: text that is not UTF-8 is carried with U+FFFD in
+// both directions instead of failing the message.
+func TestCodecInvalidUTF8(t *testing.T) {
+	raw, err := (codec{}).Marshal(&daemon.Preview{Path: "l1.txt", Original: "caf\xe9\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte("caf\uFFFD\\n")) {
+		t.Errorf("encoded %s", raw)
+	}
+	var p DidOpenTextDocumentParams
+	if err := (codec{}).Unmarshal([]byte("{\"textDocument\":{\"uri\":\"file:///a\",\"text\":\"caf\xe9\"}}"), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TextDocument.Text != "caf\uFFFD" {
+		t.Errorf("decoded %q", p.TextDocument.Text)
+	}
+	var r jsonrpc2.RawMessage
+	if err := (codec{}).Unmarshal([]byte(`{"a": 1}`), &r); err != nil || string(r) != `{"a": 1}` {
+		t.Errorf("raw message: %s, %v", r, err)
 	}
 }
