@@ -4,8 +4,28 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds the CPU time per op and the throughput per CPU second
+// (both cores and the GC included): on a shared machine other load inflates
+// them far less than wall time.
+func reportCPU(b *testing.B, start time.Duration, n int, size int) {
+	cpu := cpuTime(b) - start
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/op")
+	b.ReportMetric(float64(size)*float64(n)/cpu.Seconds()/1e6, "MB/cpu-s")
+}
 
 // v2Stream builds an AgentSmithy v2 stream of n events with the server's
 // real framing: chat deltas for the most part, reasoning, tool calls and
@@ -43,13 +63,16 @@ func BenchmarkUpstreamPath(b *testing.B) {
 	in := v2Stream(100_000)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
+	start, ops := cpuTime(b), 0
 	for b.Loop() {
+		ops++
 		n := 0
 		sum := ReadTurn(context.Background(), bytes.NewReader(in), StreamOptions{TurnID: "t"}, func(Event) { n++ })
 		if sum.Outcome != OutcomeCompleted || n < 100_000 {
 			b.Fatalf("outcome %s after %d events, violations %v", sum.Outcome, n, sum.Violations)
 		}
 	}
+	reportCPU(b, start, ops, len(in))
 }
 
 // BenchmarkSSEReader is the framing layer alone, for comparison.
@@ -57,7 +80,9 @@ func BenchmarkSSEReader(b *testing.B) {
 	in := v2Stream(100_000)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
+	start, ops := cpuTime(b), 0
 	for b.Loop() {
+		ops++
 		r := NewSSEReader(bytes.NewReader(in), 0)
 		for _, err := range r.All() {
 			if err != nil {
@@ -65,4 +90,5 @@ func BenchmarkSSEReader(b *testing.B) {
 			}
 		}
 	}
+	reportCPU(b, start, ops, len(in))
 }
