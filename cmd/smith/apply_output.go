@@ -214,9 +214,18 @@ func writePreview(s *IOStreams, p *diffapply.Patch, ids []int) {
 				status = paint(cRed, "conflict") + ": " + c.String()
 			}
 			fmt.Fprintf(s.Out, "-- hunk %d [id %d] %s\n", h.Index, h.ID, status)
-			fmt.Fprintln(s.Out, paint(cCyan, h.Header))
-			for _, l := range strings.Split(strings.TrimSuffix(h.Body, "\n"), "\n") {
+			// A matched hunk is shown as it will be written: the file's own
+			// context lines and line numbers; a conflict as the diff gave it.
+			body := h.Header + "\n" + h.Body
+			if h.OK() {
+				if d := f.Diff([]int{h.ID}); d != "" {
+					body = d[strings.Index(d, "\n@@")+1:]
+				}
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
 				switch {
+				case strings.HasPrefix(l, "@@"):
+					l = paint(cCyan, l)
 				case strings.HasPrefix(l, "+"):
 					l = paint(cGreen, l)
 				case strings.HasPrefix(l, "-"):
