@@ -49,3 +49,14 @@ func TestChatContext(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8765":             "http://127.0.0.1:8765",
+		"https://me:secret@example.com/api": "https://me:xxxxx@example.com/api",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

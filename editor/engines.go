@@ -44,7 +44,7 @@ func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engin
 	if ok {
 		if se.cfg.Upstream != cfg.Upstream || se.cfg.Dialect != cfg.Dialect || se.cfg.StateDir != cfg.StateDir {
 			p.log.Warn("workspace already served with other settings; sharing the running engine",
-				"workspace", cfg.Workspace, "upstream", se.cfg.Upstream, "requestedUpstream", cfg.Upstream)
+				"workspace", cfg.Workspace, "upstream", redactURL(se.cfg.Upstream), "requestedUpstream", redactURL(cfg.Upstream))
 		}
 	} else {
 		if cfg.Logger == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 	c.mu.Lock()
 	c.peer = peer
 	c.mu.Unlock()
-	c.log.Info("initialized", "workspace", cfg.Workspace, "upstream", cfg.Upstream, "positionEncoding", enc)
+	c.log.Info("initialized", "workspace", cfg.Workspace, "upstream", redactURL(cfg.Upstream), "positionEncoding", enc)
 	return &InitializeResult{
 		Capabilities: ServerCapabilities{
 			PositionEncoding:       enc,
@@ -59,6 +60,16 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 		},
 		ServerInfo: ClientInfo{Name: "smith", Version: c.srv.opts.Version},
 	}, nil
+}
+
+// redactURL drops the password of a URL for the log (the token never
+// reaches it; a password in the upstream URL must not either).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 // ProtocolVersion is the version of the smith editor protocol
