@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -185,4 +186,52 @@ func BenchmarkServeFlatOut(b *testing.B) {
 // dominated by copies of the whole answer, which grow with its length.
 func BenchmarkServeFlatOutShort(b *testing.B) {
 	runServeBench(b, streamPlan{events: 20000, batch: 256})
+}
+
+// pipeConn joins two os.Pipe ends into one stream, like stdio.
+type pipeConn struct{ r, w *os.File }
+
+func (p pipeConn) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p pipeConn) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p pipeConn) Close() error                { return errors.Join(p.r.Close(), p.w.Close()) }
+
+// BenchmarkServeInProcess runs the flat-out pipeline with the server in
+// the benchmark's own process (over os.Pipe, as stdio), so that a CPU
+// profile shows smith's share:
+//
+//	go test ./editor/ -run '^$' -bench ServeInProcess -benchtime 1x -cpuprofile cpu.out
+//	go tool pprof -top -cum editor.test cpu.out
+func BenchmarkServeInProcess(b *testing.B) {
+	up := benchUpstream(b, streamPlan{events: 200000, batch: 256})
+	srv := editor.NewServer(editor.Options{})
+	b.Cleanup(func() { srv.Close() })
+	toServer, fromEditor, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	toEditor, fromServer, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.ServeConn(ctx, pipeConn{r: toServer, w: fromServer})
+	ed := editortest.New(b, pipeConn{r: toEditor, w: fromEditor})
+	if _, err := ed.Initialize(ctx, b.TempDir(), map[string]any{"upstream": up, "dialect": "textbook", "stateDir": b.TempDir()}); err != nil {
+		b.Fatal(err)
+	}
+	var events int
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		l := &latencies{ended: make(chan struct{})}
+		ed.Observe(l.observe)
+		start := time.Now()
+		if err := ed.Call(ctx, editor.MethodChat, map[string]any{"message": "stream"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		<-l.ended
+		events += len(l.d)
+		elapsed += l.last.Sub(start)
+	}
+	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
 }
