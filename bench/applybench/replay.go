@@ -23,7 +23,7 @@ import (
 //	-- got/PATH --   a dumped case only: what the tool left (ignored here)
 //
 // A name ending in .nonl loses its final newline (txtar adds one to every
-// file). The comment is free text; replay reads two "key: value" lines from
+// file), one ending in .crlf gets CRLF line ends. The comment is free text; replay reads two "key: value" lines from
 // it: "root: NAME", the workspace directory's name (default "proj"; the
 // extra-prefix kind depends on it), and "kind: KIND".
 const rootPlaceholder = "$ROOT"
@@ -52,10 +52,7 @@ func readArchive(path string) (*archived, error) {
 		}
 	}
 	for _, f := range a.Files {
-		name, data := f.Name, f.Data
-		if n, ok := strings.CutSuffix(name, nonlSuffix); ok {
-			name, data = n, bytes.TrimSuffix(data, []byte("\n"))
-		}
+		name, data := decodeName(f.Name, f.Data)
 		switch dir, rel, _ := strings.Cut(name, "/"); {
 		case name == "diff":
 			c.patch = data
@@ -71,8 +68,25 @@ func readArchive(path string) (*archived, error) {
 	return c, nil
 }
 
-// nonlSuffix marks an archived file whose final newline txtar added.
-const nonlSuffix = ".nonl"
+// Name suffixes of archived files, as in diffapply's case suite: .nonl
+// drops the final newline txtar adds, .crlf turns every "\n" into "\r\n";
+// the outermost suffix applies first.
+const (
+	nonlSuffix = ".nonl"
+	crlfSuffix = ".crlf"
+)
+
+func decodeName(name string, data []byte) (string, []byte) {
+	for {
+		if n, ok := strings.CutSuffix(name, nonlSuffix); ok {
+			name, data = n, bytes.TrimSuffix(data, []byte("\n"))
+		} else if n, ok := strings.CutSuffix(name, crlfSuffix); ok {
+			name, data = n, toCRLF(data)
+		} else {
+			return name, data
+		}
+	}
+}
 
 // replay applies archived cases with every tool and prints one Markdown row
 // per case. It is how a fix in diffapply is checked against bench/failures.

@@ -43,3 +43,17 @@ func TestFailureArchiveRoundTrip(t *testing.T) {
 		t.Errorf("after files (-want +got):\n%s", diff)
 	}
 }
+
+func TestDecodeName(t *testing.T) {
+	for _, tt := range []struct{ name, data, wantName, wantData string }{
+		{"in/f", "a\n", "in/f", "a\n"},
+		{"in/f.nonl", "a\n", "in/f", "a"},
+		{"in/f.crlf", "a\nb\n", "in/f", "a\r\nb\r\n"},
+		{"in/f.crlf.nonl", "a\nb\n", "in/f", "a\r\nb"},
+	} {
+		name, data := decodeName(tt.name, []byte(tt.data))
+		if name != tt.wantName || string(data) != tt.wantData {
+			t.Errorf("decodeName(%q, %q) = %q, %q; want %q, %q", tt.name, tt.data, name, data, tt.wantName, tt.wantData)
+		}
+	}
+}
