@@ -54,6 +54,10 @@ type journalEntry struct {
 	Existed bool        `json:"existed"`
 	Mode    fs.FileMode `json:"mode"` // mode of the pre-image
 	Dirs    []string    `json:"dirs,omitempty"`
+	// Before and After are the hashes of the file's two states (or
+	// HashAbsent): Recover restores only a file that is in one of them.
+	Before string `json:"before"`
+	After  string `json:"after"`
 }
 
 const (
@@ -209,6 +213,10 @@ func prepare(ws *workspace, writes []Write) ([]journalEntry, [][]byte, [][]byte,
 		if w.Content == nil && !e.Existed {
 			return nil, nil, nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
 		}
+		e.Before, e.After = got, HashAbsent
+		if w.Content != nil {
+			e.After = Hash(w.Content)
+		}
 		if w.Content != nil {
 			e.Temp = filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".smith-"+randomHex(6))
 			contents[i] = w.Content
@@ -339,13 +347,34 @@ func rollback(tx string, entries []journalEntry, mem [][]byte) error {
 		if e.Temp != "" {
 			os.Remove(e.Temp)
 		}
+		if mem == nil && e.After != "" {
+			// After a crash someone may have edited the file since: only
+			// a file still in the transaction's before or after state is
+			// ours to restore.
+			cur := HashAbsent
+			if b, err := os.ReadFile(e.Path); err == nil {
+				cur = Hash(b)
+			}
+			if cur == e.Before {
+				if !e.Existed {
+					removeDirs(e.Dirs)
+				}
+				continue
+			}
+			if cur != e.After {
+				old := "it did not exist before"
+				if e.Existed {
+					old = "its old content is in " + filepath.Join(tx, e.Backup)
+				}
+				errs = append(errs, fmt.Errorf("%s changed after the interrupted apply; left as it is (%s)", e.Path, old))
+				continue
+			}
+		}
 		if !e.Existed {
 			if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
 			}
-			for _, d := range e.Dirs {
-				os.Remove(d) // only succeeds while empty
-			}
+			removeDirs(e.Dirs)
 			continue
 		}
 		var old []byte
@@ -364,6 +393,14 @@ func rollback(tx string, entries []journalEntry, mem [][]byte) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeDirs removes directories a transaction created, deepest first,
+// each only while it is empty.
+func removeDirs(dirs []string) {
+	for _, d := range dirs {
+		os.Remove(d)
+	}
 }
 
 // replace writes b to path through a synced temp file and a rename.
@@ -386,9 +423,12 @@ func replace(path string, b []byte, mode fs.FileMode) error {
 // Recover finishes what a killed Commit left in journalDir: a transaction
 // that had not started renaming loses its temp files; one that had is
 // rolled back from its backups, so every file is as before that Commit.
-// It returns how many transactions it rolled back. A missing journalDir
-// is not an error. Call it before planning against files a Commit with
-// the same journalDir may have touched.
+// A file that is in neither the transaction's before nor after state was
+// edited since the crash: it is left alone, reported in the error, and
+// the transaction's journal is kept for inspection. Recover returns how
+// many transactions it rolled back. A missing journalDir is not an error.
+// Call it before planning against files a Commit with the same journalDir
+// may have touched.
 func Recover(journalDir string) (int, error) {
 	ents, err := os.ReadDir(journalDir)
 	if errors.Is(err, fs.ErrNotExist) {

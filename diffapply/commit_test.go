@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +170,32 @@ func TestKill9MidCommit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecoverLeavesEditedFiles: after a kill, a file the user edited
+// before Recover ran is left alone and reported; the others roll back.
+func TestRecoverLeavesEditedFiles(t *testing.T) {
+	if os.Getenv("DIFFAPPLY_KILL_HELPER") != "" {
+		t.Skip("helper mode")
+	}
+	root, journal := t.TempDir(), t.TempDir()
+	_, before, _ := commitFixture(t, root)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$")
+	cmd.Env = append(os.Environ(), "DIFFAPPLY_KILL_HELPER=1", "DIFFAPPLY_ROOT="+root, "DIFFAPPLY_JOURNAL="+journal)
+	if err := cmd.Run(); err == nil {
+		t.Fatal("helper was not killed")
+	}
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("edited by the user\n"), 0o644))
+	n, err := Recover(journal)
+	if err == nil || !strings.Contains(err.Error(), "a.txt changed after the interrupted apply") {
+		t.Fatalf("Recover = %d, %v; want a.txt reported", n, err)
+	}
+	want := maps.Clone(before)
+	want["a.txt"] = "edited by the user\n"
+	assertFiles(t, root, want)
+	if ents, _ := os.ReadDir(journal); len(ents) != 1 {
+		t.Errorf("the journal should be kept for inspection, found %d entries", len(ents))
 	}
 }
 
