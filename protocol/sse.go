@@ -135,14 +135,14 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 		r.pull, r.stop = iter.Pull2(r.All())
 	}
 	ev, err, ok := r.pull()
-	if !ok {
-		r.stop()
+	if !ok || err != nil {
+		r.stop() // the stream is over: release the iterator
 		if r.err == nil {
 			r.err = io.EOF
 		}
 		return SSEEvent{}, r.err
 	}
-	return ev, err
+	return ev, nil
 }
 
 // All returns the events as an iterator, for callers that push rather than
@@ -213,8 +213,9 @@ func (r *SSEReader) Retry() (ms int, ok bool) {
 // BytesRead returns how many bytes of the body were consumed.
 func (r *SSEReader) BytesRead() int64 { return r.t.n }
 
-// Close releases the pull iterator started by Next. It does not close the
-// underlying reader.
+// Close releases the pull iterator started by Next when the caller stops
+// before the end of the stream (Next releases it itself once it returned
+// an error). It does not close the underlying reader.
 func (r *SSEReader) Close() {
 	if r.stop != nil {
 		r.stop()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -52,7 +53,7 @@ const maxDetect = 16
 //
 //	t := NewTurn(opts)
 //	for !t.Done() { ev, err := r.Next(); if err != nil { break }; t.Feed(ev, emit) }
-//	sum := t.Finish(err, emit) // err: nil, ctx.Err(), ErrIdleTimeout, a *TruncatedError, ...
+//	sum := t.Finish(err, emit) // err: nil or io.EOF, ctx.Err(), ErrIdleTimeout, a *TruncatedError, ...
 //
 // Feed after Done reports the event as a violation and drops it; the
 // caller decides when to stop feeding (ReadTurn feeds until the body ends).
@@ -172,8 +173,8 @@ func (t *Turn) sameDialog(v string) bool {
 }
 
 // Finish ends the turn: it emits the turnEnd event and returns the summary.
-// cause is why the stream stopped: nil for a clean end of the body,
-// context.Canceled (or DeadlineExceeded) for a cancelled turn,
+// cause is why the stream stopped: nil (or io.EOF) for a clean end of the
+// body, context.Canceled (or DeadlineExceeded) for a cancelled turn,
 // ErrIdleTimeout, a *TruncatedError, an *EventTooLargeError, or a transport
 // error. A turn whose terminal event was seen keeps its outcome whatever
 // the cause. Finish is idempotent: later calls return the same summary and
@@ -181,6 +182,9 @@ func (t *Turn) sameDialog(v string) bool {
 func (t *Turn) Finish(cause error, emit func(Event)) *Summary {
 	if t.finished {
 		return &t.sum
+	}
+	if cause == io.EOF {
+		cause = nil // SSEReader.Next's clean end
 	}
 	t.emit = emit
 	if t.ad == nil {

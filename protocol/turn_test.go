@@ -178,9 +178,6 @@ func TestTurnPiecesOnSessionStream(t *testing.T) {
 			}
 			tr.Feed(ev, func(e Event) { evs = append(evs, e) })
 		}
-		if cause == io.EOF {
-			cause = nil
-		}
 		sum := tr.Finish(cause, func(e Event) { evs = append(evs, e) })
 		if sum.Outcome != OutcomeCompleted || len(sum.Violations) != 0 {
 			t.Fatalf("turn %d: outcome %s, violations %v", turn, sum.Outcome, sum.Violations)
