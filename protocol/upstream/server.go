@@ -82,6 +82,9 @@ type Server struct {
 	sessions map[string]*lcSession
 	port     int
 
+	closeOnce sync.Once
+	closeErr  error
+
 	shutdown     context.Context // cancelled by Close: streams end
 	stopStreams  context.CancelFunc
 	closing      bool           // set by Close (under mu): no new stream starts
@@ -220,8 +223,15 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 
 // Close ends streams in flight (AgentSmithy streams get the real server's
 // "Server is shutting down" error and done), stops the listener and marks
-// status.json "stopped". It is safe to call more than once.
+// status.json "stopped". It is safe to call more than once and from
+// several goroutines: every call returns once the server has stopped (Start
+// also closes it when its context ends, racing with the caller's Close).
 func (s *Server) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
