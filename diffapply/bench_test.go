@@ -16,7 +16,7 @@ import (
 
 // benchWorkspace writes nfiles files of nlines lines each and returns a
 // multi-file diff (git style, go-udiff hunks) that changes every 8th line.
-func benchWorkspace(b *testing.B, nfiles, nlines int) (string, []byte) {
+func benchWorkspace(b testing.TB, nfiles, nlines int) (string, []byte) {
 	b.Helper()
 	root := b.TempDir()
 	var diff strings.Builder
@@ -80,4 +80,31 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestParallelPlanIsDeterministic plans a diff big enough for the
+// parallel path and checks it against the sequential one (Select forces
+// it); run it with -race.
+func TestParallelPlanIsDeterministic(t *testing.T) {
+	root, diff := benchWorkspace(t, 6, 1200)
+	if len(diff) < 256<<10 {
+		t.Fatalf("diff of %d bytes is too small for the parallel path", len(diff))
+	}
+	par, err := Plan(root, diff, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := Plan(root, diff, Options{Select: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(par.Files) != len(seq.Files) {
+		t.Fatalf("%d files in parallel, %d in sequence", len(par.Files), len(seq.Files))
+	}
+	for i := range par.Files {
+		p, s := par.Files[i], seq.Files[i]
+		if p.Path != s.Path || string(p.After) != string(s.After) || len(p.Hunks) != len(s.Hunks) || p.Hunks[0].ID != s.Hunks[0].ID {
+			t.Errorf("file %d differs: %s vs %s", i, p.Path, s.Path)
+		}
+	}
 }
