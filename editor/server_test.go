@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,13 +274,7 @@ func waitDone(t *testing.T, done <-chan error) error {
 	}
 }
 
-func itoa(n int) string {
-	var b strings.Builder
-	b.WriteString(json.Number(jsonInt(n)).String())
-	return b.String()
-}
-
-func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func asRPC(t *testing.T, err error) *jsonrpc2.Error {
 	t.Helper()

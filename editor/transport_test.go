@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"go.lsp.dev/jsonrpc2"
@@ -76,13 +77,4 @@ func TestTolerantStreamAnswers(t *testing.T) {
 	}
 }
 
-func itoa(n int) string {
-	b := []byte{}
-	if n == 0 {
-		return "0"
-	}
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
-}
+func itoa(n int) string { return strconv.Itoa(n) }
