@@ -30,7 +30,7 @@ func (a *agentsmithyAdapter) saw(t *Turn, v string) {
 
 func (a *agentsmithyAdapter) handle(t *Turn, p *payload) {
 	typ, typed := p.typeName()
-	if a.errored && typ != "done" && t.protocol != "v0" {
+	if a.errored && typ != "done" && !p.has("done") && t.protocol != "v0" {
 		// v1/v2: "error is immediately followed by done and nothing else".
 		t.violate(ViolationOrder, "event between error and done (done must follow an error)", p.raw)
 	}
