@@ -55,7 +55,7 @@ func parse(b []byte) ([]*fileDiff, *scanned, error) {
 	}
 	out := make([]*fileDiff, len(sc.files))
 	errs := make([]error, len(sc.files))
-	parseAll(len(sc.files), len(b), func(i int) {
+	eachParallel(len(sc.files), len(b), func(i int) {
 		out[i], errs[i] = parseFile(sc.files[i])
 	})
 	for _, err := range errs {
@@ -66,14 +66,15 @@ func parse(b []byte) ([]*fileDiff, *scanned, error) {
 	return out, sc, nil
 }
 
-// parseAll runs parse(i) for i in [0, n), on all CPUs when the diff is
-// big enough to be worth it. Files parse independently; results land in
-// per-index slots, so the outcome does not depend on scheduling.
-func parseAll(n, size int, parse func(i int)) {
+// eachParallel runs do(i) for i in [0, n), on all CPUs when the diff is
+// big enough (size bytes) to be worth it. Files parse and plan
+// independently; results land in per-index slots, so the outcome does not
+// depend on scheduling.
+func eachParallel(n, size int, do func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers < 2 || size < 256<<10 {
 		for i := 0; i < n; i++ {
-			parse(i)
+			do(i)
 		}
 		return
 	}
@@ -82,7 +83,7 @@ func parseAll(n, size int, parse func(i int)) {
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				parse(i)
+				do(i)
 			}
 		})
 	}

@@ -1,0 +1,261 @@
+package diffapply
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// This file turns the names in a diff into paths under the root: prefix
+// detection (-p), notes models append, and reading the pre-images.
+
+// names works out the source and target of a file diff.
+func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) (oldRel, newRel string, err error) {
+	if opts.Target != "" {
+		t, err := ws.rel(opts.Target)
+		if err != nil {
+			return "", "", err
+		}
+		switch {
+		case fd.newFile || fd.oldName == "/dev/null":
+			return "", t, nil
+		case fd.deletedFile || fd.newName == "/dev/null":
+			return t, "", nil
+		}
+		return t, t, nil
+	}
+	oldName, newName := fd.oldName, fd.newName
+	explicit := false
+	if fd.renameFrom != "" {
+		oldName, newName, explicit = fd.renameFrom, fd.renameTo, true
+	} else if fd.copyFrom != "" {
+		oldName, newName, explicit = fd.copyFrom, fd.copyTo, true
+	}
+	if oldName == "/dev/null" || fd.newFile {
+		oldName = ""
+	}
+	if newName == "/dev/null" || fd.deletedFile {
+		newName = ""
+	}
+	if oldName == "" && newName == "" {
+		return "", "", &ParseError{Line: fd.line, Msg: "the diff names no file; give the target path"}
+	}
+	var cands [][2]string
+	switch {
+	case explicit || opts.Strip == StripNone:
+		cands = [][2]string{{oldName, newName}}
+	case opts.Strip > 0:
+		o, n, err := strip(oldName, newName, opts.Strip)
+		if err != nil {
+			return "", "", err
+		}
+		cands = [][2]string{{o, n}}
+	default:
+		cands = detect(oldName, newName)
+	}
+	// The first reading whose source exists wins; failing that, the first
+	// safe reading (a new file, or a missing one reported as a conflict).
+	var firstErr error
+	var firstOK *[2]string
+	for _, c := range cands {
+		o, n, err := relPair(ws, c)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if !explicit && o != "" && n != "" && o != n {
+			// Two names for one file (no rename header): like patch, take
+			// the one that exists, the old name first.
+			if exists(o) {
+				n = o
+			} else {
+				o = n
+			}
+		}
+		src := o
+		if src == "" {
+			src = n
+		}
+		if exists(src) {
+			return o, n, nil
+		}
+		if firstOK == nil {
+			firstOK = &[2]string{o, n}
+		}
+	}
+	if firstOK == nil {
+		return "", "", firstErr
+	}
+	return firstOK[0], firstOK[1], nil
+}
+
+// trimAnnotation drops trailing blanks and the note models append to
+// header names: "--- a/f.go (original)", "+++ b/f.go (modified)".
+func trimAnnotation(name string) string {
+	name = strings.TrimRight(name, " \r") // trailing blanks are never meant
+	i := strings.LastIndex(name, " (")
+	if i < 0 || !strings.HasSuffix(name, ")") {
+		return name
+	}
+	switch strings.ToLower(name[i+2 : len(name)-1]) {
+	case "original", "modified", "new", "new file", "updated", "changed", "deleted", "before", "after", "old", "current", "proposed":
+		return name[:i]
+	}
+	return name
+}
+
+func relPair(ws *workspace, c [2]string) (string, string, error) {
+	var out [2]string
+	for i, name := range c {
+		if name == "" {
+			continue
+		}
+		r, err := ws.rel(name)
+		if err != nil {
+			return "", "", err
+		}
+		out[i] = r
+	}
+	return out[0], out[1], nil
+}
+
+func strip(o, n string, k int) (string, string, error) {
+	var out [2]string
+	for i, name := range []string{o, n} {
+		if name == "" {
+			continue
+		}
+		s, ok := stripComponents(name, k)
+		if !ok {
+			return "", "", &PathError{Path: name, Rule: RuleStrip}
+		}
+		out[i] = s
+	}
+	return out[0], out[1], nil
+}
+
+// detect lists the plausible readings of the names, most likely first:
+// git's a/ b/ prefixes (AgentSmithy's "a//abs/path" included), GNU diff's
+// "old/x new/x" directories, then the names as written and with one
+// component stripped.
+func detect(o, n string) [][2]string {
+	asIs := [2]string{o, n}
+	p1o, p1n, err := strip(o, n, 1)
+	p1 := [2]string{p1o, p1n}
+	gitStyle := true
+	for _, name := range []string{o, n} {
+		if name != "" && !strings.HasPrefix(name, "a/") && !strings.HasPrefix(name, "b/") {
+			gitStyle = false
+		}
+	}
+	switch {
+	case gitStyle && err == nil:
+		return [][2]string{p1, asIs}
+	case o != "" && n != "" && err == nil && p1o == p1n && o != n:
+		return [][2]string{p1, asIs}
+	case err == nil && !strings.HasPrefix(o, "/") && !strings.HasPrefix(n, "/"):
+		return [][2]string{asIs, p1}
+	}
+	return [][2]string{asIs}
+}
+
+// source reads pre-images: from Options.ReadFile, or from disk through
+// the workspace's confinement.
+type source struct {
+	ws       *workspace
+	readFile func(path string) ([]byte, bool, error)
+}
+
+func (s source) read(rel string) ([]byte, bool, error) {
+	if s.readFile != nil {
+		return s.readFile(rel)
+	}
+	abs, err := s.ws.resolve(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
+}
+
+// exists reports whether a safe relative path names an existing file.
+func (s source) exists(rel string) bool {
+	if _, err := s.ws.rel(rel); err != nil {
+		return false
+	}
+	if s.readFile == nil {
+		abs, err := s.ws.resolve(rel)
+		if err != nil {
+			return false
+		}
+		_, err = os.Stat(abs)
+		return err == nil
+	}
+	_, ok, err := s.readFile(rel)
+	return ok && err == nil
+}
+
+// detectStrip finds the one strip level for the whole diff when the
+// per-file reading (a/ b/ or none) misses an existing source file but
+// stripping more components finds every one of them — typically a model
+// that put the project's own directory after a/ (a/proj/src/x.go). Created
+// files then use the same level. It returns 0 when the per-file reading
+// works, or when no level or more than one level fits.
+func detectStrip(ws *workspace, fds []*fileDiff, src source) (int, string) {
+	var names []string
+	for _, fd := range fds {
+		if fd.renameFrom != "" || fd.copyFrom != "" || fd.newFile || fd.oldName == "/dev/null" || fd.oldName == "" {
+			continue
+		}
+		names = append(names, fd.oldName)
+	}
+	if len(names) == 0 {
+		return 0, ""
+	}
+	found := func(name string) bool {
+		for _, c := range detect(name, name) {
+			if rel, err := ws.rel(c[0]); err == nil && src.exists(rel) {
+				return true
+			}
+		}
+		return false
+	}
+	missing := false
+	for _, n := range names {
+		if !found(n) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return 0, ""
+	}
+	var fits []int
+	for k := 2; k <= 4; k++ {
+		ok := true
+		for _, n := range names {
+			s, valid := stripComponents(n, k)
+			if !valid || strings.HasPrefix(n, "/") {
+				ok = false
+				break
+			}
+			if rel, err := ws.rel(s); err != nil || !src.exists(rel) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			fits = append(fits, k)
+		}
+	}
+	if len(fits) != 1 {
+		return 0, ""
+	}
+	return fits[0], names[0]
+}

@@ -1,0 +1,214 @@
+package diffapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// This file renders planned hunks into content and turns a Patch into
+// the writes of one atomic Commit.
+
+// selected reports whether hunk id is in ids (nil means all).
+func selected(ids []int, id int) bool { return ids == nil || slices.Contains(ids, id) }
+
+// Render returns the file's content with the chosen hunks applied (nil ids
+// means all; hunks with a conflict are skipped). The result is never nil.
+// Hunks are placed where Plan matched them in Before, so any subset
+// renders consistently.
+func (f *File) Render(ids []int) []byte { return f.render(ids) }
+
+func (f *File) render(ids []int) []byte {
+	var ps []*job
+	for _, j := range f.jobs {
+		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
+			ps = append(ps, j)
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b *job) int { return a.place.at - b.place.at })
+	l := f.lines
+	var out strings.Builder
+	out.Grow(len(f.Before) + 64)
+	emit := func(text, eol string) {
+		out.WriteString(text)
+		out.WriteString(eol)
+	}
+	pos := 0
+	wantFinal := 0 // 0 untouched, 1 newline, -1 none
+	for _, j := range ps {
+		for ; pos < j.place.at; pos++ {
+			emit(l.text[pos], l.eol[pos].String())
+		}
+		ops := j.h.lines
+		// Drop the context lines fuzz left out.
+		skipF, skipB := j.place.trimFront, j.place.trimBack
+		ops = ops[skipF : len(ops)-skipB]
+		oi := j.place.at
+		for _, op := range ops {
+			switch op.op {
+			case ' ':
+				emit(l.text[oi], l.eol[oi].String())
+				oi++
+			case '-':
+				oi++
+			case '+':
+				emit(op.text, f.addedEOL(op))
+			}
+		}
+		pos = oi
+		if j.place.reachesEOF {
+			switch {
+			case j.h.newNoNL:
+				wantFinal = -1
+			case j.h.oldNoNL:
+				wantFinal = 1
+			case l.noFinalNewline():
+				wantFinal = -1
+			default:
+				wantFinal = 1
+			}
+		}
+	}
+	for ; pos < l.len(); pos++ {
+		emit(l.text[pos], l.eol[pos].String())
+	}
+	s := out.String()
+	if strings.HasPrefix(string(f.Before), bom) && !strings.HasPrefix(s, bom) && s != "" && !f.diffHasBOM() {
+		s = bom + s // the diff rewrote line 1 without the mark it never saw
+	}
+	switch {
+	case wantFinal < 0:
+		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
+	case wantFinal > 0 && s != "" && !strings.HasSuffix(s, "\n"):
+		s += f.conv // an old-side marker with the file's own last line
+	}
+	return []byte(s)
+}
+
+// diffHasBOM reports whether any line of the diff carries a byte-order
+// mark, i.e. the diff itself says what happens to it.
+func (f *File) diffHasBOM() bool {
+	for _, j := range f.jobs {
+		for _, l := range j.h.lines {
+			if strings.Contains(l.text, bom) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addedEOL is the ending of an added line: the file's convention, or for
+// a file that was empty the diff's own ending of that line (so a new file
+// is created byte for byte as the diff says, mixed endings included).
+func (f *File) addedEOL(op hunkLine) string {
+	switch {
+	case f.lines.len() > 0:
+		return f.conv
+	case op.cr:
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// Writes returns the writes that apply the chosen hunks (nil ids means
+// every hunk), each guarded by the pre-image hash. It fails with a
+// *ConflictError when a chosen hunk (or its file) has a conflict. A file
+// none of whose hunks is chosen is left out, unless it has no hunks
+// (a pure rename, mode change, or empty create/delete).
+func (p *Patch) Writes(ids []int) ([]Write, error) {
+	var out []Write
+	var bad []*Hunk
+	for _, f := range p.Files {
+		var chosen []int
+		for _, h := range f.Hunks {
+			if selected(ids, h.ID) {
+				chosen = append(chosen, h.ID)
+				if !h.OK() {
+					bad = append(bad, h)
+				}
+			}
+		}
+		if len(chosen) == 0 && (len(f.Hunks) > 0 || ids != nil) {
+			continue
+		}
+		if f.Conflict != nil && len(f.Hunks) == 0 {
+			return nil, fmt.Errorf("%s: %s: %w", f.Path, f.Conflict, ErrConflict)
+		}
+		if f.Op == OpDelete {
+			if len(chosen) != len(f.Hunks) {
+				return nil, fmt.Errorf("%s: a deletion cannot be applied in part; choose all its hunks: %w", f.Path, ErrConflict)
+			}
+			out = append(out, Write{Path: f.Path, ExpectHash: f.BeforeHash})
+			continue
+		}
+		content := f.Render(chosen)
+		if f.Op == OpModify && f.Mode == 0 && string(content) == string(f.Before) {
+			continue
+		}
+		w := Write{Path: f.Path, Content: content, Mode: f.Mode, ExpectHash: f.BeforeHash}
+		switch f.Op {
+		case OpRename, OpCopy:
+			w.ExpectHash = HashAbsent
+			if f.Mode == 0 {
+				w.Mode = modeOf(p.Root, f.OldPath)
+			}
+			out = append(out, w)
+			if f.Op == OpRename {
+				out = append(out, Write{Path: f.OldPath, ExpectHash: f.BeforeHash})
+			}
+			continue
+		}
+		out = append(out, w)
+	}
+	if len(bad) > 0 {
+		return nil, &ConflictError{Hunks: bad}
+	}
+	return out, nil
+}
+
+func modeOf(root, rel string) fs.FileMode {
+	ws, err := newWorkspace(root)
+	if err != nil {
+		return 0
+	}
+	abs, err := ws.resolve(rel)
+	if err != nil {
+		return 0
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return 0
+	}
+	return fi.Mode().Perm()
+}
+
+// Apply writes the chosen hunks (nil ids means all) atomically, as Commit
+// does, with its journal in journalDir ("" for none). Nothing is written
+// if a chosen hunk conflicts or a file changed since Plan.
+func (p *Patch) Apply(ctx context.Context, ids []int, journalDir string) error {
+	ws, err := p.Writes(ids)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		return errors.New("nothing to apply: the chosen hunks change nothing")
+	}
+	return Commit(ctx, p.Root, ws, journalDir)
+}
+
+func joinInts(xs []int, max int) string {
+	var parts []string
+	for i, x := range xs {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(xs)-max))
+			break
+		}
+		parts = append(parts, fmt.Sprint(x))
+	}
+	return strings.Join(parts, ", ")
+}
