@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,41 @@ func TestServeResolverLayers(t *testing.T) {
 	_, err = o.resolver(s)(context.Background(), ws, editor.InitOptions{IdleTimeout: "soon"})
 	if err == nil || !strings.Contains(err.Error(), "initializationOptions.idleTimeout") {
 		t.Errorf("an invalid initializationOptions.idleTimeout gave %v", err)
+	}
+}
+
+// TestServeResolverDiscovery: with no upstream named anywhere, a ready
+// AgentSmithy server of the workspace is used, else the default.
+func TestServeResolverDiscovery(t *testing.T) {
+	s := &IOStreams{Getenv: func(k string) string {
+		if k == "HOME" {
+			return "/nonexistent-home"
+		}
+		return ""
+	}}
+	o := &serveOptions{settings: map[string]string{}}
+
+	plain := t.TempDir()
+	cfg, err := o.resolver(s)(context.Background(), plain, editor.InitOptions{})
+	if err != nil || cfg.Upstream != "http://127.0.0.1:8765" {
+		t.Errorf("no server anywhere: upstream %q, %v; want the default", cfg.Upstream, err)
+	}
+
+	ws := t.TempDir()
+	status := fmt.Sprintf(`{"server_status": "ready", "server_pid": %d, "port": 43210}`, os.Getpid())
+	if err := os.MkdirAll(filepath.Join(ws, ".agentsmithy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".agentsmithy", "status.json"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = o.resolver(s)(context.Background(), ws, editor.InitOptions{})
+	if err != nil || cfg.Upstream != "http://localhost:43210" {
+		t.Errorf("discovered server: upstream %q, %v", cfg.Upstream, err)
+	}
+	// initializationOptions still win over discovery.
+	cfg, _ = o.resolver(s)(context.Background(), ws, editor.InitOptions{Upstream: "http://127.0.0.1:5555"})
+	if cfg.Upstream != "http://127.0.0.1:5555" {
+		t.Errorf("initializationOptions.upstream lost to discovery: %q", cfg.Upstream)
 	}
 }
