@@ -192,6 +192,10 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 	if err != nil {
 		return nil, err
 	}
+	fds, merged := mergeRepeated(fds)
+	if merged > 0 {
+		sc.repairs = append(sc.repairs, fmt.Sprintf("merged %d repeated file section(s) into one each; their hunks are matched against the same original", merged))
+	}
 	if opts.Target != "" && len(fds) != 1 {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
 	}
@@ -394,4 +398,31 @@ func bodyOf(h *hunk) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// mergeRepeated joins sections that modify the same file under the same
+// names, as chat answers do with one fenced diff per change. Their hunks
+// are all matched against the original file, so text one of them writes
+// can never be matched by another (a hunk written against the other's
+// result conflicts rather than applies wrongly). Renames, copies,
+// creations and deletions are never merged.
+func mergeRepeated(fds []*fileDiff) ([]*fileDiff, int) {
+	first := map[[2]string]*fileDiff{}
+	out := fds[:0:0]
+	merged := 0
+	for _, fd := range fds {
+		plain := fd.renameFrom == "" && fd.copyFrom == "" && !fd.newFile && !fd.deletedFile &&
+			fd.oldName != "" && fd.oldName != "/dev/null" && fd.newName != "/dev/null" && fd.oldMode == fd.newMode
+		key := [2]string{fd.oldName, fd.newName}
+		if prev, ok := first[key]; ok && plain {
+			prev.hunks = append(prev.hunks, fd.hunks...)
+			merged++
+			continue
+		}
+		if plain {
+			first[key] = fd
+		}
+		out = append(out, fd)
+	}
+	return out, merged
 }
