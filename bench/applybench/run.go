@@ -198,7 +198,7 @@ func (w *workspace) run(ctx context.Context, t tool, patch []byte, before, after
 	r.Outcome = classify(r.Exit == 0, r.got, before, after)
 	if r.Outcome != outcomeExact {
 		msg := strings.ReplaceAll(stderr.String(), w.patch, "$PATCH")
-		r.Stderr = firstLines(strings.ReplaceAll(msg, w.root, "$ROOT"), 6)
+		r.Stderr = firstLines(strings.ReplaceAll(msg, w.root, "$ROOT"), 20)
 	}
 	return r, nil
 }
