@@ -63,6 +63,10 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 	if _, err := ed.Initialize(ctx, t.TempDir(), initOpts(t)); err != nil {
 		t.Fatalf("initialize after an early request: %v", err)
 	}
+	_, err = ed.Initialize(ctx, t.TempDir(), initOpts(t))
+	if got := rpcCode(t, err); got != jsonrpc2.InvalidRequest {
+		t.Errorf("second initialize: code %d, want InvalidRequest", got)
+	}
 }
 
 func TestInitializeResult(t *testing.T) {
