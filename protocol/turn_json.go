@@ -253,48 +253,53 @@ func (sc *scanner) ws() {
 	}
 }
 
+// object scans the top-level object into p.members.
 func (sc *scanner) object(p *payload) error {
+	ms, err := sc.members(p.members[:0])
+	p.members = ms // one store of the slice header (a write barrier) per payload, not per member
+	return err
+}
+
+func (sc *scanner) members(ms []member) ([]member, error) {
 	sc.i++ // '{'
 	sc.ws()
 	if sc.i < len(sc.s) && sc.s[sc.i] == '}' {
 		sc.i++
-		return nil
+		return ms, nil
 	}
 	for {
 		sc.ws()
 		if sc.i >= len(sc.s) || sc.s[sc.i] != '"' {
-			return sc.fail("looking for an object key")
+			return ms, sc.fail("looking for an object key")
 		}
 		k0, esc0 := sc.i, sc.esc
 		if err := sc.str(); err != nil {
-			return err
+			return ms, err
 		}
 		k1, kEsc := sc.i-1, sc.esc != esc0
 		sc.ws()
 		if sc.i >= len(sc.s) || sc.s[sc.i] != ':' {
-			return sc.fail("after an object key")
+			return ms, sc.fail("after an object key")
 		}
 		sc.i++
 		sc.ws()
 		v0 := sc.i
 		if err := sc.value(1); err != nil {
-			return err
+			return ms, err
 		}
-		if p != nil {
-			p.members = append(p.members, member{k0: k0 + 1, k1: k1, v0: v0, v1: sc.i, keyEsc: kEsc})
-		}
+		ms = append(ms, member{k0: k0 + 1, k1: k1, v0: v0, v1: sc.i, keyEsc: kEsc})
 		sc.ws()
 		if sc.i >= len(sc.s) {
-			return sc.fail("in an object")
+			return ms, sc.fail("in an object")
 		}
 		switch sc.s[sc.i] {
 		case ',':
 			sc.i++
 		case '}':
 			sc.i++
-			return nil
+			return ms, nil
 		default:
-			return sc.fail("after an object value")
+			return ms, sc.fail("after an object value")
 		}
 	}
 }
