@@ -12,13 +12,16 @@
 //
 // # Files
 //
-// server.go (Server, connections, teardown), transport.go (framing guard,
-// stdio), dispatch.go (routing, lifecycle gate, cancellation), lifecycle.go,
-// textdocument.go (buffer mirror), positions.go, applyedit.go
-// (WorkspaceEdit building and engine notifications), chat.go, changes.go,
-// dialogs.go, session.go, commands.go, progress.go, lsptypes.go (the LSP
-// types, hand-written: go.lsp.dev/protocol does not build with jsonrpc2 v1),
-// engines.go (one engine per workspace, shared by connections).
+// server.go (Server, connections, teardown), transport.go (the guard that
+// answers malformed frames), stdio*.go (stdin/stdout as the stream),
+// codec.go (payload JSON), dispatch.go (routing, lifecycle gate,
+// cancellation), lifecycle.go, textdocument.go (buffer mirror),
+// positions.go, applyedit.go (WorkspaceEdit building and engine
+// notifications), chat.go, changes.go, dialogs.go, session.go,
+// commands.go, progress.go, errors.go (the documented error codes),
+// methods.go, lsptypes.go (the LSP types, hand-written: go.lsp.dev/protocol
+// does not build with jsonrpc2 v1), engines.go (one engine per workspace,
+// shared by connections).
 //
 // # Concurrency and lifetime
 //
