@@ -20,12 +20,15 @@ type engines struct {
 	log  *slog.Logger
 	// newEngine is daemon.New outside tests.
 	newEngine func(context.Context, daemon.Config) (*daemon.Engine, error)
+	// onStart is Options.OnEngine (nil: none).
+	onStart func(*daemon.Engine) func()
 }
 
 type sharedEngine struct {
 	eng  *daemon.Engine
 	cfg  daemon.Config
 	refs int
+	stop func() // from onStart; nil when none
 }
 
 func newEngines(log *slog.Logger) *engines {
@@ -56,6 +59,9 @@ func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engin
 			return nil, nil, fmt.Errorf("start the engine for %s: %w", cfg.Workspace, err)
 		}
 		se = &sharedEngine{eng: eng, cfg: cfg}
+		if p.onStart != nil {
+			se.stop = p.onStart(eng)
+		}
 		p.open[key] = se
 	}
 	se.refs++
@@ -81,6 +87,7 @@ func (p *engines) release(ws string, se *sharedEngine) {
 	}
 	p.mu.Unlock()
 	if last {
+		se.stopped()
 		if err := se.eng.Close(); err != nil {
 			p.log.Warn("closing the engine", "workspace", ws, "err", err)
 		}
@@ -94,8 +101,16 @@ func (p *engines) closeAll() {
 	p.open = map[string]*sharedEngine{}
 	p.mu.Unlock()
 	for ws, se := range open {
+		se.stopped()
 		if err := se.eng.Close(); err != nil {
 			p.log.Warn("closing the engine", "workspace", ws, "err", err)
 		}
+	}
+}
+
+// stopped runs the onStart hook's stop before the engine closes.
+func (se *sharedEngine) stopped() {
+	if se.stop != nil {
+		se.stop()
 	}
 }

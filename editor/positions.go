@@ -1,6 +1,7 @@
 package editor
 
 import (
+	"bytes"
 	"fmt"
 	"unicode/utf8"
 )
@@ -30,31 +31,40 @@ func lineStart(text []byte, line uint32) (int, bool) {
 }
 
 // nextLine returns the offset just after the line terminator that ends the
-// line starting at off, or -1 when that line is the last one.
+// line starting at off, or -1 when that line is the last one. It searches
+// with bytes.IndexByte (vectorized) rather than byte by byte: a didChange
+// in the middle of a large buffer first has to find its line.
 func nextLine(text []byte, off int) int {
-	for i := off; i < len(text); i++ {
-		switch text[i] {
-		case '\n':
-			return i + 1
-		case '\r':
-			if i+1 < len(text) && text[i+1] == '\n' {
-				return i + 2
-			}
-			return i + 1
-		}
+	rest := text[off:]
+	nl := bytes.IndexByte(rest, '\n')
+	span := rest
+	if nl >= 0 {
+		span = rest[:nl]
 	}
-	return -1
+	if cr := bytes.IndexByte(span, '\r'); cr >= 0 {
+		if cr+1 < len(rest) && rest[cr+1] == '\n' {
+			return off + cr + 2
+		}
+		return off + cr + 1
+	}
+	if nl < 0 {
+		return -1
+	}
+	return off + nl + 1
 }
 
 // lineEnd returns the offset of the line terminator (or end of text) of
 // the line starting at off.
 func lineEnd(text []byte, off int) int {
-	for i := off; i < len(text); i++ {
-		if text[i] == '\n' || text[i] == '\r' {
-			return i
-		}
+	rest := text[off:]
+	end := len(rest)
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		end = nl
 	}
-	return len(text)
+	if cr := bytes.IndexByte(rest[:end], '\r'); cr >= 0 {
+		end = cr
+	}
+	return off + end
 }
 
 // units is the width of r in code units of enc.

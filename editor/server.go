@@ -29,6 +29,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in the initialize result's serverInfo.
 	Version string
+	// OnEngine, when set, is called when the Server starts the engine of a
+	// workspace, and the function it returns when that engine closes (its
+	// last connection left, or Close). smith serve opens the engine's
+	// terminal attach socket there (docs/protocol.md). It must not block
+	// and must not call the Server.
+	OnEngine func(eng *daemon.Engine) (stop func())
 }
 
 // ErrExitWithoutShutdown is returned by ServeConn when the editor sent exit
@@ -53,7 +59,9 @@ func NewServer(opts Options) *Server {
 	if opts.Resolve == nil {
 		opts.Resolve = DefaultResolve
 	}
-	return &Server{opts: opts, log: log, engines: newEngines(log)}
+	engs := newEngines(log)
+	engs.onStart = opts.OnEngine
+	return &Server{opts: opts, log: log, engines: engs}
 }
 
 // Close stops every engine still running.
