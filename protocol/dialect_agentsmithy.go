@@ -107,6 +107,53 @@ func (a *agentsmithyAdapter) handle(t *Turn, p *payload) {
 	}
 }
 
+// The byte layout of the server's deltas (agentsmithy.md section 2: Python's
+// json.dumps separators, dialog_id first), up to the dialog id and after it.
+const (
+	asDeltaPrefix    = `{"dialog_id": "`
+	asChatInfix      = `", "type": "chat", "content": "`
+	asReasoningInfix = `", "type": "reasoning", "content": "`
+)
+
+// fast maps chat and reasoning deltas laid out exactly as the server writes
+// them, with the turn's known dialog id, by comparing bytes and scanning only
+// the content string instead of the whole JSON: they are nearly every event
+// of a turn. Everything else (other key orders or spacing, another dialog
+// id, after an error) takes the general path.
+func (a *agentsmithyAdapter) fast(t *Turn, data string) bool {
+	id := t.sum.DialogID
+	if a.errored || id == "" || len(data) < len(asDeltaPrefix)+len(id)+len(asChatInfix)+2 ||
+		data[:len(asDeltaPrefix)] != asDeltaPrefix || data[len(asDeltaPrefix):len(asDeltaPrefix)+len(id)] != id {
+		return false
+	}
+	rest := data[len(asDeltaPrefix)+len(id):]
+	kind := KindText
+	switch {
+	case strings.HasPrefix(rest, asChatInfix):
+		rest = rest[len(asChatInfix):]
+	case strings.HasPrefix(rest, asReasoningInfix):
+		rest, kind = rest[len(asReasoningInfix):], KindReasoning
+	default:
+		return false
+	}
+	if !strings.HasSuffix(rest, `"}`) {
+		return false
+	}
+	// The content as a quoted JSON string: it must end exactly at the "}.
+	q := data[len(data)-len(rest)-1 : len(data)-1]
+	text := q[1 : len(q)-1]
+	if !plainJSONString(text) {
+		sc := scanner{s: q}
+		if sc.str() != nil || sc.i != len(q) {
+			return false
+		}
+		text = unquote(q)
+	}
+	a.saw(t, "v1")
+	t.out(Event{Type: kind, Text: text})
+	return true
+}
+
 // untyped handles v0 payloads without "type": content, done, error.
 func (a *agentsmithyAdapter) untyped(t *Turn, p *payload) {
 	switch {

@@ -75,6 +75,8 @@ type Turn struct {
 	finished bool
 	protocol string
 
+	noFast   bool // tests: always take the general path
+
 	text, reasoning strings.Builder
 	sum             Summary
 	seen            map[string]bool // changes proposed in this turn (path + "\x00" + diff)
@@ -143,6 +145,9 @@ func (t *Turn) feed(ev SSEEvent) {
 	defer func() { t.index++ }()
 	if t.done {
 		t.violate(ViolationAfterTerminal, "event after the turn's terminal event; dropped", ev.Data)
+		return
+	}
+	if f, ok := t.ad.(fastAdapter); ok && !t.noFast && f.fast(t, ev.Data) {
 		return
 	}
 	if err := t.pl.parse(ev.Data); err != nil {
@@ -316,6 +321,15 @@ func (t *Turn) rawEvent() json.RawMessage { return json.RawMessage(t.pl.raw) }
 type adapter interface {
 	handle(t *Turn, p *payload)
 	finish(t *Turn, cause error) (Outcome, string)
+}
+
+// fastAdapter is an adapter with a shortcut for its most frequent payloads.
+// fast returns false, having done nothing, for anything it does not
+// recognise byte for byte; the payload then takes the general path. Its
+// result must be exactly the general path's (TestFastPathMatches and
+// FuzzFastPath check it).
+type fastAdapter interface {
+	fast(t *Turn, data string) bool
 }
 
 func newAdapter(d Dialect) adapter {

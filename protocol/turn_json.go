@@ -460,6 +460,25 @@ func (sc *scanner) str() error {
 	return sc.fail("in a string")
 }
 
+// plainJSONString reports whether s, put between quotes, is a JSON string
+// that decodes to itself: no quote, no backslash, no control character.
+func plainJSONString(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if hasSpecial(x) {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
 // hasSpecial reports whether one of the eight bytes in x ends the fast path
 // of a JSON string: '"', '\\' or a control character (SWAR bit tricks; exact
 // as an "any byte" test).

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +275,62 @@ func FuzzPayload(f *testing.F) {
 			if got := unquote(v); got != want {
 				t.Fatalf("unquote(%s) = %q, want %q", v, got, want)
 			}
+		}
+	})
+}
+
+// feedAll reads a stream through the Turn pieces, with or without the
+// adapters' fast paths.
+func feedAll(t *testing.T, in string, noFast bool) []Event {
+	t.Helper()
+	var evs []Event
+	tr := NewTurn(StreamOptions{TurnID: "t1"})
+	tr.noFast = noFast
+	r := NewSSEReader(strings.NewReader(in), 0)
+	var err error
+	for {
+		var ev SSEEvent
+		if ev, err = r.Next(); err != nil {
+			break
+		}
+		tr.Feed(ev, record(&evs))
+	}
+	tr.Finish(err, record(&evs))
+	return evs
+}
+
+// TestFastPathMatches: the fast path gives exactly the general path's events.
+func TestFastPathMatches(t *testing.T) {
+	inputs := map[string]string{"bench stream": string(v2Stream(3000))}
+	files, _ := filepath.Glob(filepath.Join("testdata", "agentsmithy", "*.sse"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[f] = string(b)
+	}
+	for name, in := range inputs {
+		if diff := cmp.Diff(feedAll(t, in, true), feedAll(t, in, false)); diff != "" {
+			t.Errorf("%s: fast path differs (-general +fast):\n%s", name, diff)
+		}
+	}
+}
+
+func FuzzFastPath(f *testing.F) {
+	for _, s := range []string{"plain", `with "quote`, `back\slash`, "tab\there", "ünï 😀", `\n`, ""} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, content string, reasoning bool) {
+		typ := "chat"
+		if reasoning {
+			typ = "reasoning"
+		}
+		in := v2(`"type": "user", "content": "go"}`) +
+			"data: " + `{"dialog_id": "d1", "type": "` + typ + `", "content": "` + content + `"}` + "\r\n\r\n" +
+			v2(`"type": "done", "done": true}`)
+		if diff := cmp.Diff(feedAll(t, in, true), feedAll(t, in, false)); diff != "" {
+			t.Fatalf("fast path differs (-general +fast):\n%s", diff)
 		}
 	})
 }
