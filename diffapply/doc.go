@@ -66,9 +66,10 @@
 //	            at each end, at the stated line or unique in the file
 //
 // Line terminators are not content: "exact" ignores CR/LF differences.
-// A numbered hunk without trailing context must end the file, one at line
-// 1 without leading context must start it (git's anchoring, t4113); a hunk
-// whose old side ends in a no-newline marker must end the file. Strict
+// On the full-context rungs a numbered hunk without trailing context must
+// end the file, one at line 1 without leading context must start it (git's
+// anchoring, t4113); the fuzz rungs drop that anchoring, as git -C does.
+// A hunk whose old side ends in a no-newline marker must end the file. Strict
 // stops after the exact rungs. Away from the stated line every rung needs a
 // unique match: line numbers from agents are hints, and two places that
 // fit equally well are a conflict however near one of them is (git's

@@ -131,7 +131,7 @@ func (m *matcher) try(j *job, st step) {
 		stated += tf
 	}
 	ok := func(at int) bool {
-		return m.fits(j, block, at, tb, st.ws)
+		return m.fits(j, block, at, tb, st)
 	}
 	if len(block) == 0 {
 		m.tryInsert(j, stated)
@@ -212,7 +212,8 @@ func (m *matcher) found(j *job, st step, at, tf, tb, blen, stated int) {
 
 // fits reports whether block matches the pre-image at line index at,
 // respecting claims, anchors and, for exact steps, the final newline.
-func (m *matcher) fits(j *job, block []string, at, tb int, ws bool) bool {
+func (m *matcher) fits(j *job, block []string, at, tb int, st step) bool {
+	ws := st.ws
 	n := m.l.len()
 	end := at + len(block)
 	if at < 0 || end > n {
@@ -224,7 +225,9 @@ func (m *matcher) fits(j *job, block []string, at, tb int, ws bool) bool {
 		}
 	}
 	h := j.h
-	if h.numbered {
+	// git's anchoring (t4113) holds on the full-context rungs; like git -C,
+	// the fuzz rungs, which reduce context, drop it.
+	if h.numbered && st.fuzz == 0 {
 		if j.trail == 0 && j.lead > 0 && end != n {
 			return false // no trailing context: the hunk ends the file
 		}
