@@ -93,9 +93,10 @@ func NewTurn(opts StreamOptions) *Turn {
 	if opts.Header != nil {
 		t.sum.ServerTiming = opts.Header.Get("Server-Timing")
 	}
-	if opts.Dialect != DialectAuto {
+	switch opts.Dialect {
+	case DialectAgentSmithy, DialectRAG, DialectTextbook, DialectLifecycle, DialectOracle:
 		t.setDialect(opts.Dialect)
-	}
+	} // DialectAuto, or a name smith does not know (callers validate settings): detect
 	return t
 }
 
