@@ -14,6 +14,9 @@ import (
 // ev is a compact expected event: type, data, id.
 type ev struct{ T, D, ID string }
 
+// sseCases cover every rule of the WHATWG algorithm (reference sse.md
+// section 1); the names carry the number of the go-sse v0.11.0 deviation
+// (section 3, G1–G8) a case checks the compensation of.
 type sseCase struct {
 	name   string
 	in     string
@@ -43,26 +46,26 @@ var sseCases = []sseCase{
 	{name: "one space stripped", in: "data:  two\ndata:\ttab\ndata:none\ndata: trailing \n\n", want: []ev{{"message", " two\n\ttab\nnone\ntrailing ", ""}}, retry: -1},
 	{name: "empty data fields", in: "data\n\ndata\ndata\n\ndata:", want: []ev{{"message", "", ""}, {"message", "\n", ""}}, err: ErrStreamCut, retry: -1},
 	{name: "field names literal", in: "Data:1\n data:2\ndata :3\nda-ta:4\ndata_5\n\x00data:6\ndata:ok\n\n", want: []ev{{"message", "ok", ""}}, retry: -1},
-	{name: "event type", in: "event: delta\ndata: a\n\ndata: b\n\nevent:\ndata: c\n\n", want: []ev{{"delta", "a", ""}, {"message", "b", ""}, {"message", "c", ""}}, retry: -1},
+	{name: "event type, message by default (G6)", in: "event: delta\ndata: a\n\ndata: b\n\nevent:\ndata: c\n\n", want: []ev{{"delta", "a", ""}, {"message", "b", ""}, {"message", "c", ""}}, retry: -1},
 	{name: "event without data dispatches nothing (G1)", in: "event: ping\n\nid: 5\n\ndata: a\n\n", want: []ev{{"message", "a", "5"}}, lastID: "5", retry: -1},
 	{name: "id persists and resets", in: "id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\n", want: []ev{{"message", "a", "1"}, {"message", "b", "1"}, {"message", "c", ""}}, retry: -1},
 	{name: "id with nul ignored", in: "id: 7\ndata: a\n\nid: x\x00y\ndata: b\n\n", want: []ev{{"message", "a", "7"}, {"message", "b", "7"}}, lastID: "7", retry: -1},
-	{name: "id only block sets last id", in: "data: a\n\nid: 9\n\n", want: []ev{{"message", "a", ""}}, lastID: "9", retry: -1},
+	{name: "id only block sets last id (G1)", in: "data: a\n\nid: 9\n\n", want: []ev{{"message", "a", ""}}, lastID: "9", retry: -1},
 	{name: "id in discarded tail not used", in: "id: 1\ndata: a\n\nid: 2\ndata: b\n", want: []ev{{"message", "a", "1"}}, err: ErrStreamCut, lastID: "1", retry: -1},
-	{name: "retry digits", in: "retry: 2000\nretry: 1000x\ndata: a\n\n", want: []ev{{"message", "a", ""}}, retry: 2000},
+	{name: "retry digits (G7)", in: "retry: 2000\nretry: 1000x\ndata: a\n\n", want: []ev{{"message", "a", ""}}, retry: 2000},
 	{name: "retry bogus ignored", in: "retry: +5\nretry: -5\nretry: 1.5\nretry:  7\nretry: 0x10\nretry:\nretry: \u0661\ndata: a\n\n", want: []ev{{"message", "a", ""}}, retry: -1},
 	{name: "retry leading zeros", in: "retry:0050\n\n", retry: 50},
 	{name: "retry in tail applies", in: "data: a\n\nretry: 300\ndata: b\n", want: []ev{{"message", "a", ""}}, err: ErrStreamCut, retry: 300},
-	{name: "unterminated event discarded", in: "data: one\n\ndata: last\n", want: []ev{{"message", "one", ""}}, err: ErrStreamCut, retry: -1},
-	{name: "cut mid line", in: "data: one\r\n\r\ndata: {\"con", want: []ev{{"message", "one", ""}}, err: ErrStreamCut, retry: -1},
+	{name: "unterminated event discarded (G2)", in: "data: one\n\ndata: last\n", want: []ev{{"message", "one", ""}}, err: ErrStreamCut, retry: -1},
+	{name: "cut mid line (G3)", in: "data: one\r\n\r\ndata: {\"con", want: []ev{{"message", "one", ""}}, err: ErrStreamCut, retry: -1},
 	{name: "trailing comment line is fine", in: "data: one\n\n: bye\n", want: []ev{{"message", "one", ""}}, retry: -1},
 	{name: "empty stream", in: "", retry: -1},
 	{name: "only bom", in: "\uFEFF", retry: -1},
-	{name: "invalid utf8 replaced per maximal subpart", in: "data: a\xF0\x9F\x98b\xED\xA0\x80c\xC0\x80\n\n", want: []ev{{"message", "a\uFFFDb\uFFFD\uFFFD\uFFFDc\uFFFD\uFFFD", ""}}, retry: -1},
+	{name: "invalid utf8 replaced per maximal subpart (G5)", in: "data: a\xF0\x9F\x98b\xED\xA0\x80c\xC0\x80\n\n", want: []ev{{"message", "a\uFFFDb\uFFFD\uFFFD\uFFFDc\uFFFD\uFFFD", ""}}, retry: -1},
 	{name: "nul in data kept", in: "data:\x00\n\n", want: []ev{{"message", "\x00", ""}}, retry: -1},
 	{name: "multibyte", in: "data: Ünïcödé 😀 日本\n\n", want: []ev{{"message", "Ünïcödé 😀 日本", ""}}, retry: -1},
-	{name: "event too large", in: "data: small\n\ndata: " + strings.Repeat("x", 200) + "\n\n", max: 64, want: []ev{{"message", "small", ""}}, err: ErrEventTooLarge, retry: -1},
-	{name: "large event under limit", in: "data: " + strings.Repeat("x", 100000) + "\n\n", want: []ev{{"message", strings.Repeat("x", 100000), ""}}, retry: -1, big: true},
+	{name: "event too large (G4)", in: "data: small\n\ndata: " + strings.Repeat("x", 200) + "\n\n", max: 64, want: []ev{{"message", "small", ""}}, err: ErrEventTooLarge, retry: -1},
+	{name: "no 64 KiB cap (G4)", in: "data: " + strings.Repeat("x", 100000) + "\n\n", want: []ev{{"message", strings.Repeat("x", 100000), ""}}, retry: -1, big: true},
 }
 
 // randomChunks returns a reader that hands out s in pieces of random size.
