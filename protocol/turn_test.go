@@ -334,3 +334,19 @@ func FuzzFastPath(f *testing.F) {
 		}
 	})
 }
+
+// TestReadTurnAfterTerminal: an upstream that sends one more event after
+// done and then keeps the body open. The late event is a violation before
+// the turnEnd, and ReadTurn returns after the grace, not at the idle
+// timeout, with the outcome done gave.
+func TestReadTurnAfterTerminal(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go io.WriteString(pw, v2(`"type": "chat", "content": "x"}`)+v2(`"type": "done", "done": true}`)+v2(`"type": "chat", "content": "late"}`))
+	var evs []Event
+	sum := ReadTurn(context.Background(), pr, StreamOptions{TurnID: "t1", IdleTimeout: time.Hour}, record(&evs))
+	if sum.Outcome != OutcomeCompleted || sum.Text != "x" || len(sum.Violations) != 1 || sum.Violations[0].Kind != ViolationAfterTerminal {
+		t.Fatalf("outcome %s, text %q, violations %v", sum.Outcome, sum.Text, sum.Violations)
+	}
+	checkTurnInvariants(t, evs)
+}
