@@ -60,8 +60,8 @@ func jsonKind(v string) byte {
 
 var errNotObject = errors.New("not a JSON object")
 
-// parse resets p to the object in s. It returns a *json.SyntaxError-like
-// error for invalid JSON and errNotObject for valid JSON that is not an
+// parse resets p to the object in s. It returns an error naming the
+// offset for invalid JSON, and errNotObject for valid JSON that is not an
 // object.
 func (p *payload) parse(s string) error {
 	p.raw, p.members = s, p.members[:0]
@@ -176,7 +176,7 @@ func (p *payload) optNum(key string) (float64, bool, error) {
 	return f, true, nil
 }
 
-// raw returns a member's raw value as a RawMessage (a copy), nil if absent.
+// rawMsg returns a member's raw value as a RawMessage (a copy), nil if absent.
 func (p *payload) rawMsg(key string) json.RawMessage {
 	v, ok := p.get(key)
 	if !ok {
