@@ -43,7 +43,10 @@ const (
 // Seq are filled in by the turn state machine; adapters leave them empty.
 //
 // Raw holds the upstream payload the event came from, for dialect-specific
-// extras; it is omitted from JSON output when empty.
+// extras; it is omitted from JSON output when empty. The adapters set it on
+// tool calls and results, changes, citations from oracle, errors and most
+// notices; never on text and reasoning deltas, segments or turnEnd (the hot
+// path copies nothing), nor on violations (Violation.Payload has it).
 type Event struct {
 	Type     Kind   `json:"type"`
 	DialogID string `json:"dialogId,omitempty"`
