@@ -25,8 +25,11 @@ the match level of each hunk.`,
   smith changes --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
-				cs := eng.Changes(filter)
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				cs, err := b.Changes(ctx, filter)
+				if err != nil {
+					return err
+				}
 				if asJSON {
 					if cs == nil {
 						cs = []daemon.Change{}
@@ -83,8 +86,8 @@ changed since, so nothing you wrote afterwards is lost.`,
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, p *daemon.Peer) error {
-				c, err := eng.Undo(ctx, p, id)
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				c, err := b.Undo(ctx, id)
 				if err != nil {
 					return err
 				}
@@ -107,8 +110,11 @@ func newStatusCmd(s *IOStreams) *cobra.Command {
   smith status --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
-				st := eng.Status(ctx)
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				st, err := b.Status(ctx)
+				if err != nil {
+					return err
+				}
 				if asJSON {
 					if err := printJSON(s, st); err != nil {
 						return err

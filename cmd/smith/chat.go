@@ -83,13 +83,12 @@ written); a second Ctrl-C exits.`,
 	return cmd
 }
 
-// chatSession is one `smith chat` run: an engine, the terminal's peer, and
-// the dialog the turns go to.
+// chatSession is one `smith chat` run: the workspace's engine (in this
+// process or the running smith serve's) and the dialog the turns go to.
 type chatSession struct {
 	s      *IOStreams
 	o      *chatOptions
-	eng    *daemon.Engine
-	peer   *daemon.Peer
+	eng    backend
 	input  lineInput
 	dialog string
 	width  int
@@ -101,15 +100,12 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	// keeps its default meaning.
 	signal.Reset(os.Interrupt)
 	ctx = context.WithoutCancel(ctx)
-	cfg := engineConfig(set)
-	cfg.NoWatch = true
-	eng, err := daemon.New(ctx, cfg)
+	eng, err := openBackend(ctx, set)
 	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
+		return err
 	}
 	defer eng.Close()
-	cs := &chatSession{s: s, o: o, eng: eng, peer: eng.Attach(nil), dialog: o.dialog, width: termWidth(s), root: set.Workspace}
-	defer eng.Detach(cs.peer)
+	cs := &chatSession{s: s, o: o, eng: eng, dialog: o.dialog, width: termWidth(s), root: set.Workspace}
 	cs.input = newLineInput(s)
 	if o.newDialog {
 		d, err := eng.NewDialog(ctx, "")
@@ -124,7 +120,11 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	if o.json {
 		return usageErrorf("--json needs a MESSAGE argument")
 	}
-	fmt.Fprintln(s.Err, "smith chat — workspace "+set.Workspace+", upstream "+cfg.Upstream+". Ctrl-D leaves.")
+	via := "upstream " + set.Get("upstream")
+	if sock := eng.Attached(); sock != "" {
+		via = "through the running smith serve (" + sock + ")"
+	}
+	fmt.Fprintln(s.Err, "smith chat — workspace "+set.Workspace+", "+via+". Ctrl-D leaves.")
 	var last error
 	for {
 		line, err := cs.input.ReadLine("smith> ")
@@ -179,7 +179,7 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 			r.Event(ev)
 		}
 	}
-	res, err := cs.eng.Chat(turnCtx, cs.peer, daemon.ChatRequest{DialogID: cs.dialog, Message: message}, emit)
+	res, err := cs.eng.Chat(turnCtx, daemon.ChatRequest{DialogID: cs.dialog, Message: message}, emit)
 	if spin != nil {
 		spin.stop()
 	}
@@ -189,9 +189,18 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	if res == nil {
 		return upstreamExit(err)
 	}
-	review := cs.reviewChanges(ctx, res)
+	changes, listErr := cs.changesOf(ctx, res)
+	review := cs.reviewChanges(ctx, changes)
 	if o.json {
-		cs.printSummary(res)
+		// The statuses after the review.
+		if changes, err := cs.changesOf(ctx, res); err == nil {
+			cs.printSummary(res, changes)
+		} else {
+			listErr = err
+		}
+	}
+	if listErr != nil && err == nil {
+		err = fmt.Errorf("list the changes of the turn: %w", listErr)
 	}
 	switch {
 	case err != nil:
@@ -237,7 +246,7 @@ func (cs *chatSession) watchInterrupts(cancel context.CancelFunc) func() {
 
 // printSummary writes the --json summary object, with the engine's change
 // ids and statuses.
-func (cs *chatSession) printSummary(res *daemon.ChatResult) {
+func (cs *chatSession) printSummary(res *daemon.ChatResult, changes []daemon.Change) {
 	sum := protocol.Summary{Type: "summary"}
 	if res.Summary != nil {
 		sum = *res.Summary
@@ -247,24 +256,32 @@ func (cs *chatSession) printSummary(res *daemon.ChatResult) {
 	sum.TurnID = res.TurnID
 	sum.Outcome = res.Outcome
 	sum.Changes = []protocol.ChangeSummary{}
-	for _, c := range cs.changesOf(res) {
+	for _, c := range changes {
 		sum.Changes = append(sum.Changes, protocol.ChangeSummary{ID: c.ID, Path: c.Path, Kind: c.Kind, Status: c.Status})
 	}
 	_ = json.NewEncoder(cs.s.Out).Encode(sum)
 }
 
-func (cs *chatSession) changesOf(res *daemon.ChatResult) []daemon.Change {
+// changesOf returns the changes the turn proposed, as they stand now.
+func (cs *chatSession) changesOf(ctx context.Context, res *daemon.ChatResult) ([]daemon.Change, error) {
+	if len(res.Changes) == 0 {
+		return nil, nil
+	}
 	want := map[string]bool{}
 	for _, id := range res.Changes {
 		want[id] = true
 	}
+	all, err := cs.eng.Changes(ctx, daemon.ChangeFilter{})
+	if err != nil {
+		return nil, err
+	}
 	var out []daemon.Change
-	for _, c := range cs.eng.Changes(daemon.ChangeFilter{}) {
+	for _, c := range all {
 		if want[c.ID] {
 			out = append(out, c)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // upstreamExit maps an engine error to the documented exit codes.

@@ -38,8 +38,8 @@ dialog is marked with '*'.`,
 			if len(args) < n[0] || len(args) > n[1] {
 				return usageErrorf("smith dialogs %s takes %d to %d arguments, got %d (see smith dialogs --help)", sub, n[0], n[1], len(args))
 			}
-			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
-				return runDialogs(ctx, s, eng, sub, args, asJSON)
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				return runDialogs(ctx, s, b, sub, args, asJSON)
 			})
 		},
 	}
@@ -48,14 +48,14 @@ dialog is marked with '*'.`,
 	return cmd
 }
 
-func runDialogs(ctx context.Context, s *IOStreams, eng *daemon.Engine, sub string, args []string, asJSON bool) error {
+func runDialogs(ctx context.Context, s *IOStreams, b backend, sub string, args []string, asJSON bool) error {
 	switch sub {
 	case "new":
 		title := ""
 		if len(args) == 1 {
 			title = args[0]
 		}
-		d, err := eng.NewDialog(ctx, title)
+		d, err := b.NewDialog(ctx, title)
 		if err != nil {
 			return err
 		}
@@ -65,13 +65,13 @@ func runDialogs(ctx context.Context, s *IOStreams, eng *daemon.Engine, sub strin
 		fmt.Fprintln(s.Out, d.ID)
 		return nil
 	case "rename":
-		return eng.RenameDialog(ctx, args[0], args[1])
+		return b.RenameDialog(ctx, args[0], args[1])
 	case "rm", "delete":
-		return eng.DeleteDialog(ctx, args[0])
+		return b.DeleteDialog(ctx, args[0])
 	case "use":
-		return eng.SelectDialog(ctx, args[0])
+		return b.SelectDialog(ctx, args[0])
 	}
-	ds, err := eng.Dialogs(ctx)
+	ds, err := b.Dialogs(ctx)
 	if err != nil {
 		return err
 	}

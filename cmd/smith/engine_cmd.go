@@ -5,28 +5,23 @@ import (
 	"encoding/json"
 
 	"github.com/spf13/cobra"
-
-	"github.com/smith-dev/smith/daemon"
 )
 
-// withEngine loads the settings of cmd, opens the workspace's engine
-// (without a watcher: the command is short-lived), runs fn and closes it.
-func withEngine(cmd *cobra.Command, s *IOStreams, f *settingsFlags, fn func(ctx context.Context, eng *daemon.Engine, p *daemon.Peer) error) error {
+// withEngine loads the settings of cmd, opens the workspace's engine (the
+// running smith serve's, or one in this process: see openBackend), runs fn
+// and gives the engine back.
+func withEngine(cmd *cobra.Command, s *IOStreams, f *settingsFlags, fn func(ctx context.Context, b backend) error) error {
 	set, err := f.load(cmd, s)
 	if err != nil {
 		return err
 	}
-	cfg := engineConfig(set)
-	cfg.NoWatch = true
 	ctx := cmd.Context()
-	eng, err := daemon.New(ctx, cfg)
+	b, err := openBackend(ctx, set)
 	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
+		return err
 	}
-	defer eng.Close()
-	p := eng.Attach(nil)
-	defer eng.Detach(p)
-	if err := fn(ctx, eng, p); err != nil {
+	defer b.Close()
+	if err := fn(ctx, b); err != nil {
 		return upstreamExit(err)
 	}
 	return nil

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/smith-dev/smith/daemon"
 )
 
 func newHistoryCmd(s *IOStreams) *cobra.Command {
@@ -24,16 +22,19 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
   smith history --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEngine(cmd, s, &f, func(ctx context.Context, eng *daemon.Engine, _ *daemon.Peer) error {
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				id := dialog
 				if id == "" {
-					st := eng.Status(ctx)
+					st, err := b.Status(ctx)
+					if err != nil {
+						return err
+					}
 					id = st.CurrentDialog
 					if id == "" {
 						return fmt.Errorf("no current dialog: pass -d ID (see 'smith dialogs')")
 					}
 				}
-				page, err := eng.History(ctx, id, limit, before)
+				page, err := b.History(ctx, id, limit, before)
 				if err != nil {
 					return err
 				}

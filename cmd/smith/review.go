@@ -13,8 +13,7 @@ import (
 // reviewChanges shows each change of the turn and applies, rejects or
 // leaves its hunks as --yes, --dry-run, --json or the user's answers say.
 // It returns an ExitError(1) when a change conflicted.
-func (cs *chatSession) reviewChanges(ctx context.Context, res *daemon.ChatResult) error {
-	changes := cs.changesOf(res)
+func (cs *chatSession) reviewChanges(ctx context.Context, changes []daemon.Change) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -171,7 +170,7 @@ func (rv *reviewer) review(ctx context.Context, c daemon.Change, quiet bool) err
 func (rv *reviewer) decide(ctx context.Context, c daemon.Change, yes, no []string, upstream bool) error {
 	cs := rv.cs
 	if len(yes) > 0 && !upstream {
-		got, err := cs.eng.Apply(ctx, cs.peer, c.ID, yes)
+		got, err := cs.eng.Apply(ctx, c.ID, yes)
 		if err != nil {
 			return fmt.Errorf("%s (%s): %v", c.Path, c.ID, err)
 		}
@@ -179,7 +178,7 @@ func (rv *reviewer) decide(ctx context.Context, c daemon.Change, yes, no []strin
 		fmt.Fprintf(cs.s.Err, "%s %s: %d hunk%s applied\n", style(cs.s.ColorErr(), ansiGreen, "✓"), c.Path, len(yes), plural(len(yes)))
 	}
 	if len(no) > 0 {
-		if _, err := cs.eng.Reject(ctx, cs.peer, c.ID, no); err != nil {
+		if _, err := cs.eng.Reject(ctx, c.ID, no); err != nil {
 			return fmt.Errorf("%s (%s): %v", c.Path, c.ID, err)
 		}
 		fmt.Fprintf(cs.s.Err, "✗ %s: %d hunk%s rejected\n", c.Path, len(no), plural(len(no)))

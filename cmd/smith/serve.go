@@ -45,7 +45,12 @@ The workspace is the editor's rootUri (or first workspace folder) unless
 --workspace or initializationOptions.workspace names one. Settings are taken
 from flags, then initializationOptions, then SMITH_* variables, .smith.toml,
 the user's config file, a running AgentSmithy server of the workspace, and
-the defaults. Logs go to stderr; stdout carries only the protocol.`,
+the defaults. Logs go to stderr; stdout carries only the protocol.
+
+While it holds a workspace's engine, serve also listens on serve.sock in the
+engine's state folder (mode 0600): smith chat, changes, undo, dialogs,
+history and status in a terminal on the same workspace connect there and
+share the editor's engine (docs/cli.md, "Using the CLI beside an editor").`,
 		Example: `  smith serve                                   # one editor on stdio
   smith serve --listen unix:/tmp/smith.sock      # many editors on a socket
   smith serve --upstream http://127.0.0.1:8765 --dialect agentsmithy`,
@@ -91,7 +96,9 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
-	srv := editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion()})
+	var srv *editor.Server
+	attach := func(eng *daemon.Engine) func() { return attachTerminals(ctx, srv, eng, log) }
+	srv = editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion(), OnEngine: attach})
 	defer srv.Close()
 
 	if o.listen == "" {

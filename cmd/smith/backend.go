@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// backend is the workspace's engine as the terminal commands use it. There
+// is one engine per workspace (it locks the state folder), so a command
+// either opens it in this process, or, while a smith serve holds it for an
+// editor, talks to that one over the serve's attach socket: both fronts
+// then share dialogs, changes and the undo journal.
+type backend interface {
+	Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error)
+	Changes(ctx context.Context, f daemon.ChangeFilter) ([]daemon.Change, error)
+	Preview(ctx context.Context, changeID string, hunks []string) (*daemon.Preview, error)
+	Apply(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
+	Reject(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
+	Undo(ctx context.Context, changeID string) (*daemon.Change, error)
+	Dialogs(ctx context.Context) ([]daemon.Dialog, error)
+	NewDialog(ctx context.Context, title string) (daemon.Dialog, error)
+	SelectDialog(ctx context.Context, id string) error
+	RenameDialog(ctx context.Context, id, title string) error
+	DeleteDialog(ctx context.Context, id string) error
+	History(ctx context.Context, id string, limit, before int) (json.RawMessage, error)
+	Status(ctx context.Context) (daemon.Status, error)
+	// Attached names the smith serve the commands go through ("" when the
+	// engine runs in this process).
+	Attached() string
+	// Close gives the engine back (closes it, or leaves the daemon).
+	Close() error
+}
+
+// attachSocketName is the file, in a workspace's state folder, on which
+// smith serve accepts terminal commands while it holds the engine.
+const attachSocketName = "serve.sock"
+
+func attachSocket(stateDir string) string { return filepath.Join(stateDir, attachSocketName) }
+
+// openBackend returns the engine of set's workspace: the running daemon's
+// when its attach socket answers, else a new one in this process (without
+// a watcher: the command is short-lived). The socket is tried first so that
+// a command beside an editor never opens (and recovers) the state itself;
+// it is tried again when the state turns out to be locked, for a daemon
+// that started in between.
+func openBackend(ctx context.Context, set *config.Settings) (backend, error) {
+	cfg := engineConfig(set)
+	cfg.NoWatch = true
+	dir, err := daemon.StateDirOf(cfg)
+	if err != nil {
+		return nil, &ExitError{Code: ExitFailure, Err: err}
+	}
+	sock := attachSocket(dir)
+	var none *noDaemonError
+	b, dialErr := dialDaemon(ctx, sock, cfg.Workspace)
+	if !errors.As(dialErr, &none) {
+		return b, dialErr
+	}
+	eng, err := daemon.New(ctx, cfg)
+	if errors.Is(err, daemon.ErrStateLocked) {
+		if b, dialErr = dialDaemon(ctx, sock, cfg.Workspace); !errors.As(dialErr, &none) {
+			return b, dialErr
+		}
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v: so another terminal command (an interactive smith chat?) or a smith serve without terminal attach holds this workspace; finish or stop it, then run the command again", err, dialErr)}
+	}
+	if err != nil {
+		return nil, &ExitError{Code: ExitFailure, Err: err}
+	}
+	return &localBackend{eng: eng, peer: eng.Attach(nil)}, nil
+}
+
+// noDaemonError: nothing listens on the attach socket (no file, or a
+// stale one left by a crash).
+type noDaemonError struct {
+	sock string
+	err  error
+}
+
+func (e *noDaemonError) Error() string {
+	return fmt.Sprintf("no smith serve answers on %s (%v)", e.sock, errors.Unwrap(e.err))
+}
+
+func (e *noDaemonError) Unwrap() error { return e.err }
+
+// dialDaemon connects to the smith serve listening on sock and initializes
+// on workspace. A socket nobody answers is a *noDaemonError; a daemon that
+// answers but refuses is an error of its own.
+func dialDaemon(ctx context.Context, sock, workspace string) (backend, error) {
+	c, err := editor.DialClient(ctx, sock, editor.ClientOptions{})
+	if err != nil {
+		return nil, &noDaemonError{sock: sock, err: err}
+	}
+	if _, err := c.Initialize(ctx, workspace, "smith-cli", smithVersion()); err != nil {
+		c.Close()
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("the smith serve on %s refused this terminal: %w", sock, err)}
+	}
+	return &remoteBackend{Client: c, sock: sock}, nil
+}
+
+// remoteBackend is the engine of a running smith serve, through the editor
+// protocol. The daemon's settings (upstream, dialect, limits) apply, not
+// the command's.
+type remoteBackend struct {
+	*editor.Client
+	sock string
+}
+
+// Chat sends the turn as smith/chat. The terminal sends no editor context
+// (ChatRequest.Context is only set by editors, which send a URI instead).
+func (r *remoteBackend) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
+	return r.Client.Chat(ctx, &editor.ChatParams{DialogID: req.DialogID, Message: req.Message}, emit)
+}
+
+func (r *remoteBackend) Attached() string { return r.sock }
+
+// localBackend is an engine in this process with the terminal's peer.
+type localBackend struct {
+	eng  *daemon.Engine
+	peer *daemon.Peer
+}
+
+func (l *localBackend) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
+	return l.eng.Chat(ctx, l.peer, req, emit)
+}
+
+func (l *localBackend) Changes(_ context.Context, f daemon.ChangeFilter) ([]daemon.Change, error) {
+	return l.eng.Changes(f), nil
+}
+
+func (l *localBackend) Preview(ctx context.Context, id string, hunks []string) (*daemon.Preview, error) {
+	return l.eng.Preview(ctx, id, hunks)
+}
+
+func (l *localBackend) Apply(ctx context.Context, id string, hunks []string) (*daemon.Change, error) {
+	return l.eng.Apply(ctx, l.peer, id, hunks)
+}
+
+func (l *localBackend) Reject(ctx context.Context, id string, hunks []string) (*daemon.Change, error) {
+	return l.eng.Reject(ctx, l.peer, id, hunks)
+}
+
+func (l *localBackend) Undo(ctx context.Context, id string) (*daemon.Change, error) {
+	return l.eng.Undo(ctx, l.peer, id)
+}
+
+func (l *localBackend) Dialogs(ctx context.Context) ([]daemon.Dialog, error) {
+	return l.eng.Dialogs(ctx)
+}
+
+func (l *localBackend) NewDialog(ctx context.Context, title string) (daemon.Dialog, error) {
+	return l.eng.NewDialog(ctx, title)
+}
+
+func (l *localBackend) SelectDialog(ctx context.Context, id string) error {
+	return l.eng.SelectDialog(ctx, id)
+}
+
+func (l *localBackend) RenameDialog(ctx context.Context, id, title string) error {
+	return l.eng.RenameDialog(ctx, id, title)
+}
+
+func (l *localBackend) DeleteDialog(ctx context.Context, id string) error {
+	return l.eng.DeleteDialog(ctx, id)
+}
+
+func (l *localBackend) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+	return l.eng.History(ctx, id, limit, before)
+}
+
+func (l *localBackend) Status(ctx context.Context) (daemon.Status, error) {
+	return l.eng.Status(ctx), nil
+}
+
+func (l *localBackend) Attached() string { return "" }
+
+func (l *localBackend) Close() error {
+	l.eng.Detach(l.peer)
+	return l.eng.Close()
+}
