@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -78,15 +79,21 @@ func (c *Client) Initialize(ctx context.Context, workspace, name, version string
 	return &res, nil
 }
 
+// closeTimeout bounds the wait for the answer to shutdown in Close.
+const closeTimeout = 5 * time.Second
+
 // Close ends the session politely (shutdown, then exit) and closes the
 // connection. The server cancels the turns this Client still runs.
 func (c *Client) Close() error {
 	select {
 	case <-c.conn.Done():
 	default:
-		if err := c.call(context.Background(), MethodShutdown, nil, nil); err == nil {
-			_ = c.conn.Notify(context.Background(), MethodExit, nil)
+		// A server that does not answer must not keep the caller.
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		if err := c.call(ctx, MethodShutdown, nil, nil); err == nil {
+			_ = c.conn.Notify(ctx, MethodExit, nil)
 		}
+		cancel()
 	}
 	err := c.conn.Close()
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
