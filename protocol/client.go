@@ -158,6 +158,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, emit func(Event)) (*
 		return c.failTurn(ctx, req, emit, err)
 	}
 	defer res.Body.Close()
+	wd.head()
 	wd.r = res.Body
 	sum := ReadTurn(ctx, wd, c.streamOptions(req, res.Header), emit)
 	keepServerTiming(sum, res.Header)
@@ -376,16 +377,16 @@ func errorCode(err error) string {
 }
 
 // watchdog is a request's idle watchdog: from its start, through the
-// response head, to the end of the body, every byte pushes it back; when it
-// fires it closes the request (cancel) with an *IdleTimeoutError as the
-// cause, and the read error that follows becomes that error. Set r to the
-// body before reading.
+// response head, to the end of the body, it counts the time spent waiting
+// on the upstream (an idleClock: time the stream reader spends elsewhere,
+// blocked in a slow emit, does not count); every byte starts the count
+// afresh. When it fires it closes the request (cancel) with an
+// *IdleTimeoutError as the cause, and the read error that follows becomes
+// that error. Set r to the body (after calling head) before reading.
 type watchdog struct {
 	r     io.Reader
-	d     time.Duration
-	t     *time.Timer
+	clock *idleClock // nil: disabled
 	fired atomic.Bool
-	off   atomic.Bool // stopped for good
 	cause error
 }
 
@@ -397,25 +398,32 @@ func (c *Client) startWatchdog(cancel context.CancelCauseFunc, path string) *wat
 			u = pu.Redacted()
 		}
 	}
-	wd := &watchdog{d: c.idleTimeout()}
-	if wd.d > 0 {
-		wd.cause = &IdleTimeoutError{URL: u, Timeout: wd.d.String()}
-		wd.t = time.AfterFunc(wd.d, func() {
+	wd := &watchdog{}
+	if d := c.idleTimeout(); d > 0 {
+		wd.cause = &IdleTimeoutError{URL: u, Timeout: d.String()}
+		wd.clock = newIdleClock(d, func() {
 			wd.fired.Store(true)
 			cancel(wd.cause)
 		})
+		wd.clock.wait() // for the response head
 	}
 	return wd
 }
 
+// head marks the arrival of the response head.
+func (wd *watchdog) head() {
+	if wd.clock != nil {
+		wd.clock.done(true)
+	}
+}
+
 func (wd *watchdog) Read(p []byte) (int, error) {
+	if wd.clock == nil {
+		return wd.r.Read(p)
+	}
+	wd.clock.wait()
 	n, err := wd.r.Read(p)
-	if wd.t == nil {
-		return n, err
-	}
-	if n > 0 && !wd.off.Load() {
-		wd.t.Reset(wd.d)
-	}
+	wd.clock.done(n > 0)
 	if err != nil && err != io.EOF && wd.fired.Load() {
 		// The watchdog closed the request: say why.
 		return n, wd.cause
@@ -425,9 +433,8 @@ func (wd *watchdog) Read(p []byte) (int, error) {
 
 // stop turns the watchdog off for good.
 func (wd *watchdog) stop() {
-	if wd.t != nil {
-		wd.off.Store(true)
-		wd.t.Stop()
+	if wd.clock != nil {
+		wd.clock.stop()
 	}
 }
 

@@ -151,10 +151,12 @@ func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSe
 			if it.err != nil {
 				return turn.Finish(sessionEnded(it.err), emit), false
 			}
+			turn.Feed(it.ev, emit)
+			// The idle time starts after emit: an editor slow to read is
+			// not a silent upstream.
 			if timer != nil {
 				timer.Reset(c.idleTimeout())
 			}
-			turn.Feed(it.ev, emit)
 		case <-timeout:
 			return turn.Finish(&IdleTimeoutError{URL: s.url, Timeout: c.idleTimeout().String()}, emit), false
 		case <-ctx.Done():

@@ -14,18 +14,20 @@ const terminalGrace = 2 * time.Second
 // watchedReader reads a body on its own goroutine so that a blocked Read
 // can be abandoned when ctx is cancelled or when no byte arrived for the
 // idle timeout. It replaces http.Client.Timeout, which caps a whole stream
-// instead of its silences.
+// instead of its silences. The idle clock runs only while the goroutine
+// waits in the body's Read: a consumer slow to take the chunks (its emit
+// blocked) stops the reading without counting as silence.
 type watchedReader struct {
-	ctx    context.Context
-	chunks chan chunk
-	free   chan []byte
-	quit   chan struct{}
-	once   sync.Once
-	idle   time.Duration
-	timer  *time.Timer
-	cur    []byte
-	buf    []byte
-	err    error
+	ctx     context.Context
+	chunks  chan chunk
+	free    chan []byte
+	quit    chan struct{}
+	once    sync.Once
+	clock   *idleClock
+	stalled chan struct{} // closed when the idle clock fires
+	cur     []byte
+	buf     []byte
+	err     error
 }
 
 type chunk struct {
@@ -43,15 +45,13 @@ func watch(ctx context.Context, body io.Reader, idle time.Duration) *watchedRead
 		ctx:    ctx,
 		chunks: make(chan chunk, watchBufs),
 		free:   make(chan []byte, watchBufs),
-		quit:   make(chan struct{}),
-		idle:   idle,
+		quit:    make(chan struct{}),
+		stalled: make(chan struct{}),
 	}
 	for range watchBufs {
 		w.free <- make([]byte, watchBufSize)
 	}
-	if idle > 0 {
-		w.timer = time.NewTimer(idle)
-	}
+	w.clock = newIdleClock(idle, func() { close(w.stalled) })
 	go w.pump(body)
 	return w
 }
@@ -64,7 +64,9 @@ func (w *watchedReader) pump(body io.Reader) {
 		case <-w.quit:
 			return
 		}
+		w.clock.wait()
 		n, err := body.Read(b)
+		w.clock.done(n > 0)
 		select {
 		case w.chunks <- chunk{b[:n], err}:
 		case <-w.quit:
@@ -85,19 +87,24 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 			w.free <- w.buf[:cap(w.buf)]
 			w.buf = nil
 		}
-		var timeout <-chan time.Time
-		if w.timer != nil {
-			timeout = w.timer.C
+		// A cancel wins; bytes that arrived before a stall are delivered
+		// before it.
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			continue
 		}
 		select {
 		case c := <-w.chunks:
 			w.buf, w.cur, w.err = c.b, c.b, c.err
-			if len(c.b) > 0 && w.timer != nil {
-				w.timer.Reset(w.idle)
-			}
+			continue
+		default:
+		}
+		select {
+		case c := <-w.chunks:
+			w.buf, w.cur, w.err = c.b, c.b, c.err
 		case <-w.ctx.Done():
 			w.err = w.ctx.Err()
-		case <-timeout:
+		case <-w.stalled:
 			w.err = ErrIdleTimeout
 		}
 	}
@@ -107,22 +114,11 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 }
 
 // shorten lowers the idle timeout to d (used after the terminal event).
-func (w *watchedReader) shorten(d time.Duration) {
-	if w.timer == nil || w.idle > d {
-		w.idle = d
-		if w.timer == nil {
-			w.timer = time.NewTimer(d)
-		} else {
-			w.timer.Reset(d)
-		}
-	}
-}
+func (w *watchedReader) shorten(d time.Duration) { w.clock.shorten(d) }
 
 func (w *watchedReader) close() {
 	w.once.Do(func() {
 		close(w.quit)
-		if w.timer != nil {
-			w.timer.Stop()
-		}
+		w.clock.stop()
 	})
 }
