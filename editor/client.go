@@ -270,7 +270,7 @@ func (c *Client) Status(ctx context.Context) (daemon.Status, error) {
 // call sends a request and turns an error response into a *RemoteError.
 func (c *Client) call(ctx context.Context, method string, params, result any) error {
 	_, err := c.conn.Call(ctx, method, params, result)
-	return remoteError(method, err)
+	return c.remoteError(method, err)
 }
 
 // cancellableCall is call for a request whose answer matters even after
@@ -293,7 +293,7 @@ func (c *Client) cancellableCall(ctx context.Context, method string, params, res
 	defer close(finished)
 	callCtx := context.WithValue(context.WithoutCancel(ctx), callIDKey{}, slot)
 	_, err := c.conn.Call(callCtx, method, params, result)
-	return remoteError(method, err)
+	return c.remoteError(method, err)
 }
 
 // handle answers what the server sends: smith/event goes to the running
@@ -397,14 +397,20 @@ func sentinelOf(code jsonrpc2.Code) error {
 	return nil
 }
 
-// remoteError wraps an error response; transport errors pass unchanged.
-func remoteError(method string, err error) error {
+// remoteError wraps an error response; a transport error says whether
+// the server went away.
+func (c *Client) remoteError(method string, err error) error {
 	var rpc *jsonrpc2.Error
-	if !errors.As(err, &rpc) {
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &rpc):
+		return &RemoteError{Method: method, Code: rpc.Code, Message: rpc.Message, Data: json.RawMessage(rpc.Data)}
 	}
-	return &RemoteError{Method: method, Code: rpc.Code, Message: rpc.Message, Data: json.RawMessage(rpc.Data)}
+	select {
+	case <-c.conn.Done():
+		return fmt.Errorf("%s: the connection to smith serve is closed (did the editor exit?): %w", method, err)
+	default:
+		return fmt.Errorf("%s: %w", method, err)
+	}
 }

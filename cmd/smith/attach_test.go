@@ -340,9 +340,23 @@ func TestTerminalStaleSocket(t *testing.T) {
 	}
 
 	ed := a.serve()
-	_, errs = a.mustRun("chat", "--yes", renameMsg)
-	if !strings.Contains(errs, "calc.go: 2 hunks applied") {
-		t.Errorf("smith chat through a daemon that replaced a stale socket:\n%s", errs)
+	out, _ := a.mustRun("chat", "--json", "--yes", renameMsg)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		Type    string `json:"type"`
+		Outcome string `json:"outcome"`
+		Text    string `json:"text"`
+		Changes []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Type != "summary" || sum.Outcome != "completed" || sum.Text == "" ||
+		len(sum.Changes) != 1 || sum.Changes[0].Status != daemon.StatusApplied {
+		t.Errorf("smith chat --json --yes through a daemon that replaced a stale socket: summary %+v, %v\n%s", sum, err, out)
+	}
+	if len(lines) < 3 {
+		t.Errorf("smith chat --json streamed %d lines, want the events before the summary:\n%s", len(lines), out)
 	}
 	if _, err := ed.WaitNotification(testContext(t), "smith/changeUpdated", nil); err != nil {
 		t.Errorf("the editor heard nothing of the terminal's turn: %v", err)

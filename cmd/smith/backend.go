@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/smith-dev/smith/config"
 	"github.com/smith-dev/smith/daemon"
@@ -42,6 +43,9 @@ type backend interface {
 // attachSocketName is the file, in a workspace's state folder, on which
 // smith serve accepts terminal commands while it holds the engine.
 const attachSocketName = "serve.sock"
+
+// attachInitTimeout bounds the daemon's answer to initialize.
+const attachInitTimeout = 10 * time.Second
 
 func attachSocket(stateDir string) string { return filepath.Join(stateDir, attachSocketName) }
 
@@ -98,7 +102,11 @@ func dialDaemon(ctx context.Context, sock, workspace string) (backend, error) {
 	if err != nil {
 		return nil, &noDaemonError{sock: sock, err: err}
 	}
-	if _, err := c.Initialize(ctx, workspace, "smith-cli", smithVersion()); err != nil {
+	// The engine is already running: a daemon that does not answer at once
+	// is stuck, and the command should say so rather than hang.
+	initCtx, cancel := context.WithTimeout(ctx, attachInitTimeout)
+	defer cancel()
+	if _, err := c.Initialize(initCtx, workspace, "smith-cli", smithVersion()); err != nil {
 		c.Close()
 		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("the smith serve on %s refused this terminal: %w", sock, err)}
 	}
