@@ -36,7 +36,7 @@ func (a *agentsmithyAdapter) handle(t *Turn, p *payload) {
 	}
 	if !typed {
 		if p.has("type") {
-			t.fieldViolation("agentsmithy payload", &fieldErr{key: "type", want: "string"})
+			t.fieldViolation("agentsmithy payload", &fieldErr{key: "type", want: "a string"})
 			return
 		}
 		a.untyped(t, p)
@@ -224,7 +224,7 @@ func (a *agentsmithyAdapter) toolCall(t *Turn, p *payload) {
 	call := &asToolCall{name: name}
 	if args != nil {
 		if jsonKind(string(args)) != 'o' {
-			t.fieldViolation("tool_call", &fieldErr{key: "args", want: "object"})
+			t.fieldViolation("tool_call", &fieldErr{key: "args", want: "an object"})
 		} else if err := json.Unmarshal(args, &call.args); err != nil {
 			t.fieldViolation("tool_call", err)
 		}

@@ -109,7 +109,7 @@ func (a *lifecycleAdapter) checkID(t *Turn, p *payload, typ string) bool {
 		return true
 	}
 	if jsonKind(v) != 's' {
-		t.fieldViolation(typ, &fieldErr{key: "message_id", want: "string or null"})
+		t.fieldViolation(typ, &fieldErr{key: "message_id", want: "a string or null"})
 		return false
 	}
 	id := unquote(v)

@@ -51,7 +51,7 @@ func (a *oracleAdapter) handle(t *Turn, p *payload) {
 		raw, ok := p.get("source")
 		var s oracleSource
 		if !ok || jsonKind(raw) != 'o' || json.Unmarshal([]byte(raw), &s) != nil {
-			t.fieldViolation("source", &fieldErr{key: "source", missing: !ok, want: "object"})
+			t.fieldViolation("source", &fieldErr{key: "source", missing: !ok, want: "an object"})
 			return
 		}
 		c := &Citation{File: firstOf(s.File, s.Path, s.FilePath), Title: s.Title, URL: s.URL, Section: s.Section,

@@ -34,7 +34,7 @@ func (ragAdapter) handle(t *Turn, p *payload) {
 	case !typed && p.has("message"):
 		v, _ := p.get("message")
 		if jsonKind(v) != 'o' {
-			t.fieldViolation("token", &fieldErr{key: "message", want: "object"})
+			t.fieldViolation("token", &fieldErr{key: "message", want: "an object"})
 			return
 		}
 		var m payload
@@ -42,7 +42,7 @@ func (ragAdapter) handle(t *Turn, p *payload) {
 		content, cerr := m.optStr("content")
 		thinking, terr := m.optStr("thinking")
 		if cerr != nil || terr != nil || (!m.has("content") && !m.has("thinking")) {
-			t.fieldViolation("token", &fieldErr{key: "message.content", missing: cerr == nil && terr == nil, want: "string"})
+			t.fieldViolation("token", &fieldErr{key: "message.content", missing: cerr == nil && terr == nil, want: "a string"})
 			return
 		}
 		if thinking != "" {
@@ -69,7 +69,7 @@ func (ragAdapter) handle(t *Turn, p *payload) {
 func ragMetadata(t *Turn, p *payload) {
 	raw, ok := p.get("citations")
 	if !ok || jsonKind(raw) != 'a' {
-		t.fieldViolation("metadata", &fieldErr{key: "citations", missing: !ok, want: "array"})
+		t.fieldViolation("metadata", &fieldErr{key: "citations", missing: !ok, want: "an array"})
 		return
 	}
 	var cs []json.RawMessage

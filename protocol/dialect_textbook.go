@@ -38,7 +38,7 @@ func (a *textbookAdapter) handle(t *Turn, p *payload) {
 		raw, ok := p.get("citation")
 		var c textbookCitation
 		if !ok || jsonKind(raw) != 'o' || json.Unmarshal([]byte(raw), &c) != nil {
-			t.fieldViolation("citation", &fieldErr{key: "citation", missing: !ok, want: "citation object"})
+			t.fieldViolation("citation", &fieldErr{key: "citation", missing: !ok, want: "a citation object"})
 			return
 		}
 		a.cite(t, c.citation())
@@ -48,7 +48,7 @@ func (a *textbookAdapter) handle(t *Turn, p *payload) {
 		if raw, ok := p.get("citations"); ok && raw != "null" {
 			var cs []textbookCitation
 			if jsonKind(raw) != 'a' || json.Unmarshal([]byte(raw), &cs) != nil {
-				t.fieldViolation("done", &fieldErr{key: "citations", want: "array of citations"})
+				t.fieldViolation("done", &fieldErr{key: "citations", want: "an array of citations"})
 			}
 			for _, c := range cs {
 				a.cite(t, c.citation())

@@ -120,7 +120,7 @@ func (e *fieldErr) Error() string {
 	if e.missing {
 		return fmt.Sprintf("required field %q is missing", e.key)
 	}
-	return fmt.Sprintf("field %q must be a %s", e.key, e.want)
+	return fmt.Sprintf("field %q must be %s", e.key, e.want)
 }
 
 // str returns a required string member.
@@ -130,7 +130,7 @@ func (p *payload) str(key string) (string, error) {
 		return "", &fieldErr{key: key, missing: true}
 	}
 	if jsonKind(v) != 's' {
-		return "", &fieldErr{key: key, want: "string"}
+		return "", &fieldErr{key: key, want: "a string"}
 	}
 	return unquote(v), nil
 }
@@ -142,7 +142,7 @@ func (p *payload) optStr(key string) (string, error) {
 		return "", nil
 	}
 	if jsonKind(v) != 's' {
-		return "", &fieldErr{key: key, want: "string or null"}
+		return "", &fieldErr{key: key, want: "a string or null"}
 	}
 	return unquote(v), nil
 }
@@ -155,7 +155,7 @@ func (p *payload) optInt(key string) (*int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return nil, &fieldErr{key: key, want: "integer or null"}
+		return nil, &fieldErr{key: key, want: "an integer or null"}
 	}
 	return &n, nil
 }
@@ -167,11 +167,11 @@ func (p *payload) optNum(key string) (float64, bool, error) {
 		return 0, false, nil
 	}
 	if jsonKind(v) != 'n' {
-		return 0, false, &fieldErr{key: key, want: "number"}
+		return 0, false, &fieldErr{key: key, want: "a number"}
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return 0, false, &fieldErr{key: key, want: "number"}
+		return 0, false, &fieldErr{key: key, want: "a number"}
 	}
 	return f, true, nil
 }
