@@ -42,9 +42,9 @@ const (
 
 func watch(ctx context.Context, body io.Reader, idle time.Duration) *watchedReader {
 	w := &watchedReader{
-		ctx:    ctx,
-		chunks: make(chan chunk, watchBufs),
-		free:   make(chan []byte, watchBufs),
+		ctx:     ctx,
+		chunks:  make(chan chunk, watchBufs),
+		free:    make(chan []byte, watchBufs),
 		quit:    make(chan struct{}),
 		stalled: make(chan struct{}),
 	}

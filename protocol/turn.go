@@ -75,7 +75,7 @@ type Turn struct {
 	finished bool
 	protocol string
 
-	noFast   bool // tests: always take the general path
+	noFast bool // tests: always take the general path
 
 	text, reasoning strings.Builder
 	sum             Summary
