@@ -158,6 +158,7 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 		progress: map[string]context.CancelFunc{},
 		calls:    map[jsonrpc2.ID]context.CancelFunc{},
 	}
+	c.reval = newRevalidator(c.revalidate)
 	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log), jsonrpc2.WithCodec(codec{}),
 		jsonrpc2.WithPreempter(preempter{cancelRequest: c.cancelCall, cancelProgress: c.cancelProgress}))
 	c.routes = c.routeTable()
@@ -174,6 +175,7 @@ type client struct {
 	conn   jsonrpc2.Conn
 	routes map[string]route
 	docs   *documents
+	reval  *revalidator // re-validates changes of edited buffers
 	cancel context.CancelFunc // cancels every handler of the connection
 
 	// inflight counts running handlers, so that teardown can wait for
@@ -240,6 +242,7 @@ func (c *client) detach() {
 	eng, peer, release := c.engine, c.peer, c.release
 	c.engine, c.peer, c.release = nil, nil, nil
 	c.mu.Unlock()
+	c.reval.stop()
 	if eng != nil {
 		eng.Detach(peer)
 		release()

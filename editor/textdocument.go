@@ -118,7 +118,22 @@ func (c *client) didChange(_ context.Context, p *DidChangeTextDocumentParams) (a
 		return nil, fmt.Errorf("didChange for %s (version %d): %w", p.TextDocument.URI, p.TextDocument.Version, err)
 	}
 	doc.text, doc.version = text, p.TextDocument.Version
+	c.reval.touch(c.docs.keys[p.TextDocument.URI])
 	return nil, nil
+}
+
+// revalidate re-plans the engine's open changes of the edited buffers, so
+// that a pending hunk whose context the user edited away becomes conflict
+// (or is re-anchored) and the editors get smith/changeUpdated at once, not
+// only at the next apply.
+func (c *client) revalidate(paths []string) {
+	eng, _, err := c.session()
+	if err != nil {
+		return
+	}
+	for _, p := range paths {
+		eng.Revalidate(p)
+	}
 }
 
 // applyChanges applies content changes to text, each against the result
