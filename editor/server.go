@@ -175,7 +175,7 @@ type client struct {
 	conn   jsonrpc2.Conn
 	routes map[string]route
 	docs   *documents
-	reval  *revalidator // re-validates changes of edited buffers
+	reval  *revalidator       // re-validates changes of edited buffers
 	cancel context.CancelFunc // cancels every handler of the connection
 
 	// inflight counts running handlers, so that teardown can wait for
