@@ -214,6 +214,11 @@ func TestTerminalBesideEditor(t *testing.T) {
 		t.Errorf("smith changes through the daemon:\n%s", out)
 	}
 
+	out, _ = a.mustRun("status")
+	if !regexpMatch(`smith serve +`+regexp.QuoteMeta(sock), out) || !regexpMatch(`pending changes +0`, out) {
+		t.Errorf("smith status through the daemon does not name its socket:\n%s", out)
+	}
+
 	// The editor sees the same journal.
 	var listed []daemon.Change
 	if err := ed.Call(ctx, "smith/changes", map[string]any{}, &listed); err != nil || len(listed) != 1 || listed[0].Status != daemon.StatusApplied {

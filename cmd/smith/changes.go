@@ -120,7 +120,7 @@ func newStatusCmd(s *IOStreams) *cobra.Command {
 						return err
 					}
 				} else {
-					printStatus(s, st)
+					printStatus(s, st, b.Attached())
 				}
 				if !st.Reachable {
 					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s is not reachable: %s (start one with 'smith upstream', or set --upstream)", st.Upstream, st.Error)}
@@ -134,7 +134,9 @@ func newStatusCmd(s *IOStreams) *cobra.Command {
 	return cmd
 }
 
-func printStatus(s *IOStreams, st daemon.Status) {
+// printStatus prints st; attached is the socket of the smith serve the
+// command went through ("" when it opened the engine itself).
+func printStatus(s *IOStreams, st daemon.Status, attached string) {
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	reach := "yes"
 	if !st.Reachable {
@@ -153,6 +155,7 @@ func printStatus(s *IOStreams, st daemon.Status) {
 		{"current dialog", st.CurrentDialog},
 		{"pending changes", fmt.Sprint(st.Pending)},
 		{"state", st.StateDir},
+		{"smith serve", attached},
 	}
 	for _, r := range rows {
 		if r[1] == "" {
