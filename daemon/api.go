@@ -44,7 +44,11 @@ type Editor interface {
 	// open in the editor.
 	Document(path string) (text []byte, version int32, open bool)
 	// ApplyEdit asks the editor to apply edits to its open buffers, all or
-	// none (workspace/applyEdit). A refusal is returned as an error.
+	// none (workspace/applyEdit). A refusal is returned as an error. An
+	// edit the front cannot express at all (deleting a file without the
+	// resource-operation capability) is an error wrapping ErrUnsupported,
+	// returned before anything changed: the engine then writes those files
+	// on disk, guarded by the text it read, and notifies fileChanged.
 	ApplyEdit(ctx context.Context, label string, edits []FileEdit) error
 	// Notify tells the front about something it did not ask for: a change
 	// re-validated by the watcher, a change written by the upstream.

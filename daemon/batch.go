@@ -31,26 +31,52 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 	// Group the open files by editor, keeping the order of first use.
 	var eds []Editor
 	byEd := map[Editor][]FileEdit{}
+	writes := map[Editor][]*fileWrite{}
 	var disk []diffapply.Write
-	for _, w := range ws {
-		if w.tg.open {
-			if _, ok := byEd[w.tg.ed]; !ok {
-				eds = append(eds, w.tg.ed)
-			}
-			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Delete: !w.nextExists})
-			w.via = "editor"
-			continue
-		}
+	toDisk := func(w *fileWrite) error {
 		dw, err := e.diskWrite(w)
 		if err != nil {
 			return err
 		}
 		disk = append(disk, dw)
 		w.via = "disk"
+		return nil
+	}
+	for _, w := range ws {
+		if w.tg.open {
+			if _, ok := byEd[w.tg.ed]; !ok {
+				eds = append(eds, w.tg.ed)
+			}
+			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Delete: !w.nextExists})
+			writes[w.tg.ed] = append(writes[w.tg.ed], w)
+			w.via = "editor"
+			continue
+		}
+		if err := toDisk(w); err != nil {
+			return err
+		}
 	}
 	var done []Editor
 	for _, ed := range eds {
-		if err := ed.ApplyEdit(ctx, label, byEd[ed]); err != nil {
+		err := ed.ApplyEdit(ctx, label, byEd[ed])
+		if errors.Is(err, ErrUnsupported) {
+			// The editor cannot express the edit (deleting a file without
+			// the resource-operation capability) and has changed nothing:
+			// its files are written on disk like closed ones, guarded by
+			// the text smith read (a buffer with unsaved edits that differ
+			// from the disk makes the commit refuse: a conflict, never a
+			// wrong write), and the editors are told to reload them
+			// (fileChanged, since via is "disk").
+			e.log.Debug("editor cannot apply the edit; writing on disk", "paths", editPaths(byEd[ed]), "err", err)
+			for _, w := range writes[ed] {
+				if err := toDisk(w); err != nil {
+					e.takeBack(ctx, label, done, byEd)
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
 			e.takeBack(ctx, label, done, byEd)
 			return fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err)
 		}

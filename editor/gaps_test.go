@@ -3,6 +3,7 @@ package editor_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol/upstream"
 )
 
@@ -56,5 +58,74 @@ func TestDidChangeRevalidates(t *testing.T) {
 	waitChange(t, s, res.Changes[0], daemon.StatusConflict)
 	if got := readFile(t, path); got != calcGo {
 		t.Errorf("calc.go on disk changed:\n%s", got)
+	}
+}
+
+// TestDeleteOpenFileWithoutResourceOperations: an editor that cannot
+// delete files through workspace/applyEdit has old.go open; applying the
+// deletion writes it on disk (atomically, as for a closed file) and tells
+// the editor to reload, instead of failing as a conflict. The disk write
+// is guarded by the text smith planned against: a disk that holds
+// something else is a conflict and keeps its file.
+func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
+	const diskEdit = "package old\n\n// written behind the buffer\n"
+	tests := []struct {
+		name   string
+		edited bool // the disk differs from the buffer at apply
+	}{
+		{"disk as planned", false},
+		{"disk changed", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := workspace(t, map[string]string{"old.go": "package old\n"})
+			up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+			ed := editortest.Start(t, smithBin, "serve", "--log-level", "debug", "--upstream", up, "--state-dir", t.TempDir())
+			ed.ResourceOperations() // none
+			ctx := testCtx(t)
+			if _, err := ed.Initialize(ctx, ws, nil); err != nil {
+				t.Fatalf("initialize: %v", err)
+			}
+			s := &session{Editor: ed, t: t, ws: ws}
+			old := filepath.Join(ws, "old.go")
+			if err := s.Open(ctx, old, "package old\n"); err != nil {
+				t.Fatal(err)
+			}
+			del := s.mustChat("delete old.go")
+			if tt.edited {
+				// The buffer stays as planned; the disk moves on.
+				if err := os.WriteFile(old, []byte(diskEdit), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": del.Changes[0]}, nil)
+			if tt.edited {
+				if got := rpcCode(t, err); got != editor.CodeConflict {
+					t.Fatalf("apply over a changed disk: code %d, want %d (%v)", got, editor.CodeConflict, err)
+				}
+				if got := readFile(t, old); got != diskEdit {
+					t.Errorf("old.go = %q, want it untouched", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if _, err := os.Stat(old); !os.IsNotExist(err) {
+				t.Errorf("old.go still exists: %v", err)
+			}
+			if edits := s.Edits(); len(edits) != 0 {
+				t.Errorf("workspace/applyEdit sent to an editor that cannot delete: %s", edits)
+			}
+			if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, func(raw json.RawMessage) bool {
+				var p editor.FileChangedParams
+				return json.Unmarshal(raw, &p) == nil && p.URI == editor.DocumentURI(editortest.FileURI(old))
+			}); err != nil {
+				t.Errorf("no smith/fileChanged for old.go: %v", err)
+			}
+			if c := s.change(del.Changes[0]); c.Status != daemon.StatusApplied {
+				t.Errorf("change %s is %s, want applied", c.ID, c.Status)
+			}
+		})
 	}
 }

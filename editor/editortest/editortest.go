@@ -60,14 +60,25 @@ type Editor struct {
 	rawCalls map[string]chan json.RawMessage
 	rawSeq   int
 
-	refuseEdits bool // see RefuseEdits
-	holdEdits   bool // see HoldEdits
+	resourceOps []string // see ResourceOperations; nil: create, rename, delete
+	refuseEdits bool     // see RefuseEdits
+	holdEdits   bool     // see HoldEdits
 	// Encoding is the position encoding the editor uses ("utf-16" unless
 	// Initialize negotiated another).
 	Encoding string
 	// observe, when set, receives every notification on the read loop
 	// instead of the record (see Observe).
 	observe func(method string, params []byte)
+}
+
+// ResourceOperations sets the workspaceEdit.resourceOperations that
+// Initialize announces (by default create, rename and delete); with none,
+// the editor cannot create or delete files through workspace/applyEdit.
+// Call it before Initialize.
+func (e *Editor) ResourceOperations(ops ...string) {
+	e.mu.Lock()
+	e.resourceOps = append([]string{}, ops...)
+	e.mu.Unlock()
 }
 
 // RefuseEdits makes the editor answer workspace/applyEdit with
@@ -273,6 +284,12 @@ func (e *Editor) Initialize(ctx context.Context, root string, initOptions map[st
 	if len(encodings) == 0 {
 		encodings = []string{"utf-16"}
 	}
+	e.mu.Lock()
+	ops := e.resourceOps
+	e.mu.Unlock()
+	if ops == nil {
+		ops = []string{"create", "rename", "delete"}
+	}
 	params := map[string]any{
 		"processId":  os.Getpid(),
 		"clientInfo": map[string]any{"name": "editortest"},
@@ -282,7 +299,7 @@ func (e *Editor) Initialize(ctx context.Context, root string, initOptions map[st
 				"applyEdit": true,
 				"workspaceEdit": map[string]any{
 					"documentChanges":    true,
-					"resourceOperations": []string{"create", "rename", "delete"},
+					"resourceOperations": ops,
 				},
 			},
 			"window":  map[string]any{"workDoneProgress": true},
