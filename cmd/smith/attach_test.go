@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -217,6 +218,28 @@ func TestTerminalBesideEditor(t *testing.T) {
 	out, _ = a.mustRun("status")
 	if !regexpMatch(`smith serve +`+regexp.QuoteMeta(sock), out) || !regexpMatch(`pending changes +0`, out) {
 		t.Errorf("smith status through the daemon does not name its socket:\n%s", out)
+	}
+
+	// Dialogs and history through the daemon: the turn's dialog is the
+	// current one, and a dialog made in the terminal is the editor's too.
+	var edStatus daemon.Status
+	if err := ed.Call(ctx, "smith/status", nil, &edStatus); err != nil || edStatus.CurrentDialog == "" {
+		t.Fatalf("smith/status in the editor: %+v, %v", edStatus, err)
+	}
+	out, _ = a.mustRun("history", "--json")
+	var page struct {
+		DialogID string `json:"dialog_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &page); err != nil || page.DialogID != edStatus.CurrentDialog {
+		t.Errorf("smith history through the daemon: %v, want the page of %s\n%s", err, edStatus.CurrentDialog, out)
+	}
+	newID, _ := a.mustRun("dialogs", "new", "from the terminal")
+	newID = strings.TrimSpace(newID)
+	var dialogs []daemon.Dialog
+	if err := ed.Call(ctx, "smith/dialogs", nil, &dialogs); err != nil || !slices.ContainsFunc(dialogs, func(d daemon.Dialog) bool {
+		return d.ID == newID && d.Title == "from the terminal" && d.Current
+	}) {
+		t.Errorf("smith/dialogs in the editor after smith dialogs new (%s): %+v, %v", newID, dialogs, err)
 	}
 
 	// The editor sees the same journal.
