@@ -409,7 +409,7 @@ func TestTerminalLockedWithoutDaemon(t *testing.T) {
 		if code != ExitFailure {
 			t.Errorf("smith %s with the state locked: exit %d, want %d\n%s", args[0], code, ExitFailure, errs)
 		}
-		for _, want := range []string{"workspace state in use", "pid " + itoa(os.Getpid()), "no smith serve answers on " + a.socket(), "finish or stop it"} {
+		for _, want := range []string{"workspace state in use", "pid " + itoa(os.Getpid()), "no smith serve answers on " + a.socket() + " (no such file or directory)", "finish or stop it"} {
 			if !strings.Contains(errs, want) {
 				t.Errorf("smith %s: the error does not say %q:\n%s", args[0], want, errs)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -73,7 +74,7 @@ func openBackend(ctx context.Context, set *config.Settings) (backend, error) {
 		if b, dialErr = dialDaemon(ctx, sock, cfg.Workspace); !errors.As(dialErr, &none) {
 			return b, dialErr
 		}
-		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v: so another terminal command (an interactive smith chat?) or a smith serve without terminal attach holds this workspace; finish or stop it, then run the command again", err, dialErr)}
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v, so the holder is not a smith serve that accepts terminal commands (an interactive smith chat in another terminal, or an older smith serve): finish or stop it, then run this command again", err, dialErr)}
 	}
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
@@ -89,7 +90,12 @@ type noDaemonError struct {
 }
 
 func (e *noDaemonError) Error() string {
-	return fmt.Sprintf("no smith serve answers on %s (%v)", e.sock, errors.Unwrap(e.err))
+	why := e.err
+	var sys *os.SyscallError
+	if errors.As(why, &sys) {
+		why = sys.Err // "no such file or directory", "connection refused"
+	}
+	return fmt.Sprintf("no smith serve answers on %s (%v)", e.sock, why)
 }
 
 func (e *noDaemonError) Unwrap() error { return e.err }
