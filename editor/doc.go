@@ -21,7 +21,8 @@
 // commands.go, progress.go, errors.go (the documented error codes),
 // methods.go, lsptypes.go (the LSP types, hand-written: go.lsp.dev/protocol
 // does not build with jsonrpc2 v1), engines.go (one engine per workspace,
-// shared by connections).
+// shared by connections), client.go (Client: the other end, for fronts
+// without buffers such as smith's terminal commands).
 //
 // # Concurrency and lifetime
 //
