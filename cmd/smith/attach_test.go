@@ -34,7 +34,7 @@ const (
 // attachEnv is a workspace with calc.go, an embedded upstream (legacy v0
 // proposals) and a state folder, for smith serve and terminal commands.
 type attachEnv struct {
-	t        *testing.T
+	t        testing.TB
 	smith    string // the test binary, installed as smith by testscript.Main
 	ws       string
 	state    string
@@ -43,7 +43,7 @@ type attachEnv struct {
 	env      []string
 }
 
-func newAttachEnv(t *testing.T, opts upstream.Options) *attachEnv {
+func newAttachEnv(t testing.TB, opts upstream.Options) *attachEnv {
 	t.Helper()
 	smith, err := exec.LookPath("smith")
 	if err != nil {
@@ -152,7 +152,7 @@ func (a *attachEnv) mustRun(args ...string) (stdout, stderr string) {
 	return out, errs
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -426,3 +426,25 @@ func TestTerminalLockedWithoutDaemon(t *testing.T) {
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// BenchmarkTerminalChanges: the cost of one `smith changes` process with
+// the engine in the process (local) and through a running smith serve
+// (attached): dial, initialize, smith/changes, shutdown against opening,
+// recovering and closing the state.
+func BenchmarkTerminalChanges(b *testing.B) {
+	for _, attached := range []bool{false, true} {
+		name := "local"
+		if attached {
+			name = "attached"
+		}
+		b.Run(name, func(b *testing.B) {
+			a := newAttachEnv(b, upstream.Options{})
+			if attached {
+				a.serve()
+			}
+			for b.Loop() {
+				a.mustRun("changes")
+			}
+		})
+	}
+}
