@@ -282,6 +282,19 @@ func TestTerminalBesideEditor(t *testing.T) {
 		t.Errorf("the file on disk changed behind the editor's buffer:\n%s", got)
 	}
 
+	// Undo from the editor of what the terminal applied: one journal.
+	var undone daemon.Change
+	if err := ed.Call(ctx, "smith/undo", map[string]any{}, &undone); err != nil || undone.ID != "c2" {
+		t.Errorf("smith/undo in the editor after a terminal apply: %+v, %v", undone, err)
+	}
+	if b, _ := ed.Buffer(path); b.Text != calcOrig {
+		t.Errorf("the editor's buffer after its undo of the terminal's apply:\n%s", b.Text)
+	}
+	out, _ = a.mustRun("changes")
+	if !regexpMatch(`c2 +undone`, out) {
+		t.Errorf("smith changes after the editor's undo:\n%s", out)
+	}
+
 	// The editor leaves: the daemon exits and takes its socket along.
 	if err := ed.Call(ctx, "shutdown", nil, nil); err != nil {
 		t.Fatal(err)
@@ -295,11 +308,11 @@ func TestTerminalBesideEditor(t *testing.T) {
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("attach socket left behind after serve exited: %v", err)
 	}
-	// The same journal, now opened by the command itself. (c1 is undone,
-	// or pending again once the engine has re-validated it against the
-	// restored file: either is right.)
+	// The same journal, now opened by the command itself. (An undone
+	// change is pending again once the engine has re-validated it against
+	// the restored file: either status is right.)
 	out, _ = a.mustRun("changes")
-	if !regexpMatch(`c1 +(undone|pending)`, out) || !regexpMatch(`c2 +applied`, out) {
+	if !regexpMatch(`c1 +(undone|pending)`, out) || !regexpMatch(`c2 +(undone|pending)`, out) {
 		t.Errorf("smith changes without a daemon:\n%s", out)
 	}
 }

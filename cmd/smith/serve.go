@@ -96,6 +96,8 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
+	// The hook needs the server it belongs to; engines start at initialize,
+	// after NewServer has returned.
 	var srv *editor.Server
 	attach := func(eng *daemon.Engine) func() { return attachTerminals(ctx, srv, eng, log) }
 	srv = editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion(), OnEngine: attach})
