@@ -151,10 +151,15 @@ func parseHeader(header []string) (*diff.FileDiff, error) {
 }
 
 func (fd *fileDiff) extended(ext []string) error {
+	var indexMode uint32 // "index a..b 100644": only its file type matters here
 	for _, l := range ext {
 		l = strings.TrimSuffix(l, "\r")
 		var err error
 		switch {
+		case strings.HasPrefix(l, "index "):
+			if f := strings.Fields(l); len(f) == 3 {
+				indexMode, err = parseMode(f[2])
+			}
 		case strings.HasPrefix(l, "rename from "):
 			fd.renameFrom, err = unquote(l[len("rename from "):])
 		case strings.HasPrefix(l, "rename to "):
@@ -176,6 +181,14 @@ func (fd *fileDiff) extended(ext []string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("%q: %w", l, err)
+		}
+	}
+	for _, m := range []uint32{fd.oldMode, fd.newMode, indexMode} {
+		switch m & 0o170000 {
+		case 0o120000:
+			return errors.New("a symbolic link change (mode 120000) cannot be applied as text; apply it with git")
+		case 0o160000:
+			return errors.New("a submodule change (mode 160000) cannot be applied; update the submodule with git")
 		}
 	}
 	if (fd.renameFrom == "") != (fd.renameTo == "") {
