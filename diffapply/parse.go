@@ -158,7 +158,7 @@ func (fd *fileDiff) extended(ext []string) error {
 		switch {
 		case strings.HasPrefix(l, "index "):
 			if f := strings.Fields(l); len(f) == 3 {
-				indexMode, err = parseMode(f[2])
+				indexMode, _ = parseMode(f[2]) // informative only: a bad one is ignored
 			}
 		case strings.HasPrefix(l, "rename from "):
 			fd.renameFrom, err = unquote(l[len("rename from "):])
