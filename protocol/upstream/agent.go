@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/smith-dev/smith/protocol"
@@ -130,17 +131,39 @@ type changeResult struct {
 	Reason  string  `json:"reason,omitempty"`
 }
 
+// agentPhrases are the demo agent's patterns. They are compiled on first
+// use, not at program start: every smith command links this package, and
+// compiling the Unicode classes costs milliseconds that `smith apply` and
+// `smith version` should not pay.
+var agentPhrases = sync.OnceValue(func() *phrasePatterns {
+	return &phrasePatterns{
+		renameIn:  regexp.MustCompile(`(?i)^\s*rename\s+([\pL_][\pL\pN_]*)\s+to\s+([\pL_][\pL\pN_]*)\s+in\s+(\S+?)[.!]?\s*$`),
+		renameAll: regexp.MustCompile(`(?i)^\s*rename\s+([\pL_][\pL\pN_]*)\s+to\s+([\pL_][\pL\pN_]*)\b(.*)$`),
+		comment:   regexp.MustCompile(`(?i)^\s*add\s+(?:a\s+)?comment\s+to\s+(?:the\s+)?(?:function\s+|func\s+|method\s+)?([\pL_][\pL\pN_.]*)\s+in\s+(\S+?)[.!]?\s*$`),
+		create:    regexp.MustCompile(`(?is)^\s*create\s+(?:a\s+)?(?:file\s+)?(\S+)\s+with\s+(.*)$`),
+		delete:    regexp.MustCompile(`(?i)^\s*(?:delete|remove)\s+(?:the\s+)?(?:file\s+)?(\S+?)[.!]?\s*$`),
+		word:      regexp.MustCompile(`[\pL_][\pL\pN_]{3,}`),
+		fail:      regexp.MustCompile(`(?is)^\s*fail\s+with\s+(.+?)\s*$`),
+		longTask:  regexp.MustCompile(`(?i)\blong\s+task\b`),
+		table:     regexp.MustCompile(`(?i)\btable\b`),
+		plot:      regexp.MustCompile(`(?i)\b(plot|chart|graph)\b`),
+	}
+})
+
+type phrasePatterns struct {
+	renameIn  *regexp.Regexp
+	renameAll *regexp.Regexp
+	comment   *regexp.Regexp
+	create    *regexp.Regexp
+	delete    *regexp.Regexp
+	word      *regexp.Regexp
+	fail      *regexp.Regexp
+	longTask  *regexp.Regexp
+	table     *regexp.Regexp
+	plot      *regexp.Regexp
+}
+
 var (
-	reRenameIn   = regexp.MustCompile(`(?i)^\s*rename\s+([\pL_][\pL\pN_]*)\s+to\s+([\pL_][\pL\pN_]*)\s+in\s+(\S+?)[.!]?\s*$`)
-	reRenameAll  = regexp.MustCompile(`(?i)^\s*rename\s+([\pL_][\pL\pN_]*)\s+to\s+([\pL_][\pL\pN_]*)\b(.*)$`)
-	reComment    = regexp.MustCompile(`(?i)^\s*add\s+(?:a\s+)?comment\s+to\s+(?:the\s+)?(?:function\s+|func\s+|method\s+)?([\pL_][\pL\pN_.]*)\s+in\s+(\S+?)[.!]?\s*$`)
-	reCreate     = regexp.MustCompile(`(?is)^\s*create\s+(?:a\s+)?(?:file\s+)?(\S+)\s+with\s+(.*)$`)
-	reDelete     = regexp.MustCompile(`(?i)^\s*(?:delete|remove)\s+(?:the\s+)?(?:file\s+)?(\S+?)[.!]?\s*$`)
-	reWord       = regexp.MustCompile(`[\pL_][\pL\pN_]{3,}`)
-	reFail       = regexp.MustCompile(`(?is)^\s*fail\s+with\s+(.+?)\s*$`)
-	reLongTask   = regexp.MustCompile(`(?i)\blong\s+task\b`)
-	reTable      = regexp.MustCompile(`(?i)\btable\b`)
-	rePlot       = regexp.MustCompile(`(?i)\b(plot|chart|graph)\b`)
 	stopWords    = map[string]bool{"what": true, "where": true, "which": true, "does": true, "this": true, "that": true, "with": true, "from": true, "have": true, "there": true, "about": true, "please": true, "file": true, "files": true, "show": true, "tell": true, "explain": true, "would": true, "could": true, "should": true, "the": true, "workspace": true}
 	commentStyle = map[string]string{".py": "#", ".sh": "#", ".rb": "#", ".yaml": "#", ".yml": "#", ".toml": "#", ".r": "#", ".pl": "#", ".lua": "--", ".sql": "--", ".hs": "--", ".el": ";;", ".lisp": ";;", ".clj": ";;", ".vim": "\""}
 )
@@ -148,7 +171,7 @@ var (
 // plan builds the script for a message. It reads the workspace but never
 // writes to it: edits are carried out (or not) by the dialect.
 func plan(ws *workspace, message string) *script {
-	s := &script{Message: message, LongTask: reLongTask.MatchString(message)}
+	s := &script{Message: message, LongTask: agentPhrases().longTask.MatchString(message)}
 	msg := strings.TrimSpace(message)
 	switch m := matchAny(msg); {
 	case m.kind == "renameIn":
@@ -165,9 +188,9 @@ func plan(ws *workspace, message string) *script {
 		s.Reasoning = "The user asked for a failure, so I'll start answering and then report an error."
 		s.Intro = "Let me try that.\n\n"
 		s.Fail = m.args[0]
-	case rePlot.MatchString(msg):
+	case agentPhrases().plot.MatchString(msg):
 		planTable(ws, s, true)
-	case reTable.MatchString(msg):
+	case agentPhrases().table.MatchString(msg):
 		planTable(ws, s, false)
 	default:
 		planHelp(ws, s, msg)
@@ -187,24 +210,24 @@ type matched struct {
 }
 
 func matchAny(msg string) matched {
-	if m := reRenameIn.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().renameIn.FindStringSubmatch(msg); m != nil {
 		return matched{"renameIn", m[1:]}
 	}
-	if m := reRenameAll.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().renameAll.FindStringSubmatch(msg); m != nil {
 		if rest := strings.ToLower(m[3]); allFiles(rest) || !strings.Contains(rest+" ", " in ") {
 			return matched{"renameAll", m[1:3]}
 		}
 	}
-	if m := reComment.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().comment.FindStringSubmatch(msg); m != nil {
 		return matched{"comment", m[1:]}
 	}
-	if m := reFail.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().fail.FindStringSubmatch(msg); m != nil {
 		return matched{"fail", m[1:]}
 	}
-	if m := reCreate.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().create.FindStringSubmatch(msg); m != nil {
 		return matched{"create", m[1:]}
 	}
-	if m := reDelete.FindStringSubmatch(msg); m != nil {
+	if m := agentPhrases().delete.FindStringSubmatch(msg); m != nil {
 		return matched{"delete", m[1:]}
 	}
 	return matched{}
@@ -495,7 +518,7 @@ func notFound(ws *workspace, rel string, err error) string {
 func searchWords(msg string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, w := range reWord.FindAllString(msg, -1) {
+	for _, w := range agentPhrases().word.FindAllString(msg, -1) {
 		lw := strings.ToLower(w)
 		if stopWords[lw] || seen[lw] {
 			continue
