@@ -31,9 +31,12 @@ const (
 // running turns, waits for them to end, stops the watcher and releases the
 // folder. Chat after Close fails with ErrClosed.
 //
-// Notifications (Editor.Notify) are sent from the goroutine of the call
-// that caused them (a turn, Apply, the watcher), never while the engine
-// holds a lock, so an Editor may call the Engine from Notify.
+// Notifications (Editor.Notify) are delivered to each Peer in order from
+// a goroutine of that Peer's own (a bounded queue, see mailbox), never
+// while the engine holds a lock, so an Editor may call the Engine from
+// Notify, and an Editor that stops reading holds up neither turns nor the
+// other Peers. Delivery is asynchronous: a call (Apply, a turn) may return
+// before its notifications reach the Editors.
 type Engine struct {
 	cfg    Config
 	ws     workspace
@@ -158,6 +161,11 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.turns.Wait()
+	e.mu.Lock()
+	for p := range e.peers {
+		p.box.close()
+	}
+	e.mu.Unlock()
 	var errs []error
 	if e.client != nil {
 		errs = append(errs, e.client.Close())
@@ -179,8 +187,9 @@ func (e *Engine) Workspace() string { return e.ws.root }
 // CLI. Limits (concurrent turns) are per Peer; notifications go to its
 // Editor. Detach cancels the Peer's running turns.
 type Peer struct {
-	e  *Engine
-	ed Editor
+	e   *Engine
+	ed  Editor
+	box *mailbox // delivers ed's notifications; nil without an Editor
 
 	// guarded by e.mu
 	turns    map[string]context.CancelFunc // turn id -> cancel
@@ -190,6 +199,9 @@ type Peer struct {
 // Attach registers a front. ed may be nil for a front without an editor.
 func (e *Engine) Attach(ed Editor) *Peer {
 	p := &Peer{e: e, ed: ed, turns: map[string]context.CancelFunc{}}
+	if ed != nil {
+		p.box = newMailbox(ed, e.log)
+	}
 	e.mu.Lock()
 	e.peers[p] = struct{}{}
 	e.mu.Unlock()
@@ -201,6 +213,7 @@ func (e *Engine) Detach(p *Peer) {
 	e.mu.Lock()
 	delete(e.peers, p)
 	p.detached = true
+	p.box.close()
 	for _, cancel := range p.turns {
 		cancel()
 	}
@@ -247,20 +260,16 @@ func (e *Engine) flush() {
 	}
 }
 
-// notifyAll sends n to every attached Peer's Editor. Called without e.mu.
+// notifyAll queues n for every attached Peer's Editor; it does not wait
+// for any of them.
 func (e *Engine) notifyAll(n Notification) {
 	e.mu.Lock()
-	eds := make([]Editor, 0, len(e.peers))
+	defer e.mu.Unlock()
 	for p := range e.peers {
-		if p.ed != nil {
-			eds = append(eds, p.ed)
-		}
-	}
-	e.mu.Unlock()
-	for _, ed := range eds {
-		ed.Notify(n)
+		p.box.push(n)
 	}
 }
+
 
 // document returns the text the user sees of abs: the open buffer of p's
 // editor, else of any attached editor, else nothing (open=false).

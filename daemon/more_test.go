@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/smith-dev/smith/protocol"
@@ -181,15 +182,17 @@ func TestSessionResetRestoresFilesAndTellsTheEditors(t *testing.T) {
 	if f.read("main.go") != mainGo {
 		t.Fatalf("reset did not restore main.go:\n%s", f.read("main.go"))
 	}
-	n := 0
-	for _, x := range ed.notifications() {
-		if x.Kind == NoteFileChanged && x.Path == f.path("main.go") {
-			n++
+	// Once for the upstream's write, once for the reset (delivered on the
+	// Peer's own goroutine, perhaps after Reset returned).
+	waitFor(t, "two fileChanged for main.go", func() bool {
+		n := 0
+		for _, x := range ed.notifications() {
+			if x.Kind == NoteFileChanged && x.Path == f.path("main.go") {
+				n++
+			}
 		}
-	}
-	if n < 2 { // once for the upstream's write, once for the reset
-		t.Fatalf("fileChanged for main.go %d times, want 2: %+v", n, ed.notifications())
-	}
+		return n >= 2
+	})
 
 	// Restore to the checkpoint the turn's user event carried.
 	var cp string
@@ -758,29 +761,31 @@ func TestEditorMayCallBackFromNotify(t *testing.T) {
 	p := f.e.Attach(ed)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	other, _ := f.mustChat(p, "create b.txt with bee")
-	var calls int
+	var calls atomic.Int32
+	ed.mu.Lock() // Notify runs on the Peer's delivery goroutine
 	ed.onNotify = func(n Notification) {
 		if n.Kind != NoteChangeUpdated || n.Change.ID != res.Changes[0] {
 			return
 		}
-		calls++
+		first := calls.Add(1) == 1
 		f.e.Changes(ChangeFilter{})
 		if _, err := f.e.Preview(context.Background(), other.Changes[0], nil); err != nil {
 			t.Errorf("preview from Notify: %v", err)
 		}
-		if _, err := f.e.Reject(context.Background(), p, other.Changes[0], nil); err != nil && calls == 1 {
+		if _, err := f.e.Reject(context.Background(), p, other.Changes[0], nil); err != nil && first {
 			t.Errorf("reject from Notify: %v", err)
 		}
 	}
+	ed.mu.Unlock()
 	if _, err := f.e.Apply(context.Background(), p, res.Changes[0], nil); err != nil {
 		t.Fatal(err)
 	}
-	if calls == 0 {
-		t.Fatal("Notify was not called")
-	}
-	if c, _ := f.e.Change(other.Changes[0]); c.Status != StatusRejected {
-		t.Fatalf("the reject from Notify did not happen: %+v", c)
-	}
+	// Notifications are delivered on the Peer's own goroutine, after
+	// Apply may have returned.
+	waitFor(t, "the reject from Notify", func() bool {
+		c, _ := f.e.Change(other.Changes[0])
+		return calls.Load() > 0 && c.Status == StatusRejected
+	})
 }
 
 // TestLocalDialogsAcrossDialects: every dialect without a dialog API gets
