@@ -39,5 +39,14 @@ Start with 'smith demo': it runs the whole thing offline on an example project.`
 		newConfigCmd(s),
 		newDemoCmd(s),
 	)
+	// cobra adds `completion` itself; give it the example every command has.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Example = `  source <(smith completion bash)
+  smith completion zsh > "${fpath[1]}/_smith"
+  smith completion fish > ~/.config/fish/completions/smith.fish`
+		}
+	}
 	return root
 }

@@ -124,3 +124,16 @@ func cmdAwaitChats(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	fmt.Fprintf(ts.Stdout(), "%d chat requests\n", c.n.Load())
 }
+
+// TestHelpHasExamples checks that every command's --help teaches by example.
+func TestHelpHasExamples(t *testing.T) {
+	root := newRootCmd(&IOStreams{Getenv: func(string) string { return "" }})
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if c.Short == "" || c.Example == "" {
+			t.Errorf("smith %s: Short %q, Example %q; every command needs a one-line summary and an example", c.Name(), c.Short, c.Example)
+		}
+	}
+}
