@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/smith-dev/smith/protocol"
 )
@@ -16,7 +17,8 @@ import (
 // (AgentSmithy v1/v2) owns them: the engine lists, creates and selects them
 // there and only remembers which one is current. Every other upstream gets
 // local dialogs: ids made here, kept in the state file with their messages
-// (sent as history to dialects whose server keeps none).
+// (sent as history to dialects whose server keeps none; of a long answer
+// only the beginning and the end are kept, see MaxHistoryAnswer).
 
 // localDialog is a dialog smith keeps itself.
 type localDialog struct {
@@ -148,9 +150,36 @@ func (e *Engine) recordLocalTurn(id, message, answer string) {
 	}
 	d.Messages = append(d.Messages, protocol.HistoryMessage{Role: "user", Content: message})
 	if answer != "" {
-		d.Messages = append(d.Messages, protocol.HistoryMessage{Role: "assistant", Content: answer})
+		d.Messages = append(d.Messages, protocol.HistoryMessage{Role: "assistant", Content: historyAnswer(answer)})
 	}
 	d.UpdatedAt = now()
+}
+
+// MaxHistoryAnswer bounds, in bytes, what a local dialog keeps of one
+// assistant answer. The answer went to the front in full as the turn
+// streamed; the dialog keeps it only to send as history to servers that
+// keep none, and a long answer kept whole would be written to the state
+// file on every save and held in memory for the engine's life.
+const MaxHistoryAnswer = 16 << 10
+
+// historyAnswer is answer as a local dialog keeps it: whole when short,
+// else its beginning and its end (half of MaxHistoryAnswer each, cut at
+// UTF-8 boundaries) around a note saying how much was left out. The result
+// is a new string, so that the whole answer is not kept alive by it.
+func historyAnswer(answer string) string {
+	if len(answer) <= MaxHistoryAnswer {
+		return answer
+	}
+	half := MaxHistoryAnswer / 2
+	head := answer[:half]
+	for len(head) > 0 && !utf8.RuneStart(answer[len(head)]) {
+		head = head[:len(head)-1]
+	}
+	tail := answer[len(answer)-half:]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return fmt.Sprintf("%s\n[… %d bytes of this answer left out by smith …]\n%s", head, len(answer)-len(head)-len(tail), tail)
 }
 
 // Dialogs lists dialogs: the upstream's when it has a dialog API

@@ -154,7 +154,9 @@ func (s store) load(ws workspace) (*persisted, error) {
 }
 
 func (s store) save(p *persisted) error {
-	b, err := json.MarshalIndent(p, "", " ")
+	// Not indented: the state is rewritten after every mutation, and
+	// indenting makes a second copy of it.
+	b, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
