@@ -34,6 +34,11 @@ type Config struct {
 	Header        http.Header   // extra headers for every upstream request (tests: fault injection)
 	WatchDebounce time.Duration // quiet time per path before the watcher re-validates; default 200ms
 	Logger        *slog.Logger  // default: discard
+	// MaxResultText bounds the bytes of ChatResult.Text (and of the
+	// Summary's text and reasoning): the beginning is kept and
+	// TextTruncated set. 0 keeps everything. emit always gets every delta;
+	// smith serve sets it so that a long answer is not held in memory.
+	MaxResultText int
 }
 
 // Editor is what the engine asks of a front. A terminal front has no open
@@ -88,12 +93,15 @@ type ChatRequest struct {
 
 // ChatResult is the result of a turn.
 type ChatResult struct {
-	DialogID string            `json:"dialogId"`
-	TurnID   string            `json:"turnId"`
-	Outcome  protocol.Outcome  `json:"outcome"`
-	Text     string            `json:"text"`
-	Changes  []string          `json:"changes"`
-	Summary  *protocol.Summary `json:"-"`
+	DialogID string           `json:"dialogId"`
+	TurnID   string           `json:"turnId"`
+	Outcome  protocol.Outcome `json:"outcome"`
+	Text     string           `json:"text"`
+	Changes  []string         `json:"changes"`
+	// TextTruncated: Text is only the first Config.MaxResultText bytes of
+	// the answer (the events carried all of it).
+	TextTruncated bool              `json:"textTruncated,omitzero"`
+	Summary       *protocol.Summary `json:"-"`
 }
 
 // Change statuses.

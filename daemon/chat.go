@@ -30,6 +30,7 @@ func (e *Engine) clientConfig() protocol.ClientConfig {
 		Header:       e.cfg.Header,
 		MaxEventSize: e.cfg.MaxEventSize,
 		IdleTimeout:  e.cfg.IdleTimeout,
+		MaxText:      e.cfg.MaxResultText,
 	}
 }
 
@@ -233,7 +234,7 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		e.noteDialect(sum)
 		res.Summary = sum
 		res.Outcome = sum.Outcome
-		res.Text = sum.Text
+		res.Text, res.TextTruncated = sum.Text, sum.TextTruncated
 		if res.DialogID == "" {
 			res.DialogID = sum.DialogID
 		}

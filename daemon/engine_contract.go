@@ -270,7 +270,6 @@ func (e *Engine) notifyAll(n Notification) {
 	}
 }
 
-
 // document returns the text the user sees of abs: the open buffer of p's
 // editor, else of any attached editor, else nothing (open=false).
 func (e *Engine) document(p *Peer, abs string) (text []byte, version int32, ed Editor, open bool) {

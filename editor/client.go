@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +115,7 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 // which the wire does not carry, is rebuilt from the events.
 func (c *Client) Chat(ctx context.Context, p *ChatParams, emit func(protocol.Event)) (*daemon.ChatResult, error) {
 	sum := &protocol.Summary{Type: "summary"}
+	var text strings.Builder // for a result whose text was cut (textTruncated)
 	c.mu.Lock()
 	if c.onEvent != nil {
 		c.mu.Unlock()
@@ -121,6 +123,9 @@ func (c *Client) Chat(ctx context.Context, p *ChatParams, emit func(protocol.Eve
 	}
 	c.onEvent = func(ev protocol.Event) {
 		summarize(sum, ev)
+		if ev.Type == protocol.KindText {
+			text.WriteString(ev.Text)
+		}
 		if emit != nil {
 			emit(ev)
 		}
@@ -143,6 +148,11 @@ func (c *Client) Chat(ctx context.Context, p *ChatParams, emit func(protocol.Eve
 	}
 	sum.DialogID, sum.TurnID, sum.Outcome = res.DialogID, res.TurnID, res.Outcome
 	sum.Text = res.Text
+	if res.TextTruncated {
+		// The server kept only the beginning; the events carried it all.
+		res.Text, res.TextTruncated = text.String(), false
+		sum.Text = res.Text
+	}
 	res.Summary = sum
 	return &res, err
 }

@@ -3,6 +3,7 @@ package editor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
 	"github.com/smith-dev/smith/editor/editortest"
+	"github.com/smith-dev/smith/protocol"
 	"github.com/smith-dev/smith/protocol/upstream"
 )
 
@@ -127,5 +129,40 @@ func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
 				t.Errorf("change %s is %s, want applied", c.ID, c.Status)
 			}
 		})
+	}
+}
+
+// TestLongAnswerResultIsBounded: a smith/chat result carries at most
+// MaxResultText bytes of the answer (its beginning, textTruncated set);
+// the smith/event notifications carried all of it.
+func TestLongAnswerResultIsBounded(t *testing.T) {
+	const n = 30000 // about 1.8 MB, more than editor.MaxResultText
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, "data: {\"type\":\"delta\",\"content\":\"%06d lorem ipsum dolor sit amet, consectetur adipiscing elit \"}\n\n", i)
+	}
+	body.WriteString("data: {\"type\":\"done\",\"citations\":[]}\n\n")
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1, Replay: []byte(body.String())})
+	s := serve(t, ws, up, t.TempDir(), "--dialect", "textbook")
+	var res struct {
+		chatResult
+		TextTruncated bool `json:"textTruncated"`
+	}
+	if err := s.Call(testCtx(t), editor.MethodChat, map[string]any{"message": "tell me everything"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var streamed strings.Builder
+	for _, ev := range s.events(res.TurnID) {
+		if ev.Event.Type == protocol.KindText {
+			streamed.WriteString(ev.Event.Text)
+		}
+	}
+	if streamed.Len() <= editor.MaxResultText {
+		t.Fatalf("the events carried %d bytes, want the whole answer (more than %d)", streamed.Len(), editor.MaxResultText)
+	}
+	if !res.TextTruncated || len(res.Text) > editor.MaxResultText || !strings.HasPrefix(streamed.String(), res.Text) || len(res.Text) < editor.MaxResultText-100 {
+		t.Errorf("result: %d bytes of text, textTruncated %v; want the first %d bytes of the %d streamed, marked truncated",
+			len(res.Text), res.TextTruncated, editor.MaxResultText, streamed.Len())
 	}
 }

@@ -33,6 +33,9 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 		}
 		return nil, fmt.Errorf("configure smith for %s: %w", ws, err)
 	}
+	if cfg.MaxResultText == 0 {
+		cfg.MaxResultText = MaxResultText
+	}
 	eng, release, err := c.srv.engines.acquire(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -182,6 +185,13 @@ func (o InitOptions) Validate() error {
 // DefaultUpstream is the upstream used when nothing names one and no
 // AgentSmithy server is discovered in the workspace.
 const DefaultUpstream = "http://127.0.0.1:8765"
+
+// MaxResultText bounds the text of a smith/chat result (the first bytes of
+// the answer, with textTruncated set beyond it). The editor has every
+// delta from smith/event already; keeping and encoding a whole long answer
+// once more for the result is what made serve's memory grow with the
+// answer's length.
+const MaxResultText = 1 << 20
 
 // DefaultResolve builds a configuration from initializationOptions alone
 // over the engine's defaults. smith serve uses its own Resolve that adds

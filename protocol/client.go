@@ -61,6 +61,9 @@ type ClientConfig struct {
 	// Fields renames the keys of the simple request bodies (textbook, rag,
 	// oracle, lifecycle); see BodyFields.
 	Fields BodyFields
+	// MaxText bounds the text and reasoning a turn's Summary keeps
+	// (StreamOptions.MaxText); 0 keeps everything.
+	MaxText int
 	// Logger receives debug lines about what the client drops (lifecycle
 	// events outside a turn); nil discards them. Tokens are never logged.
 	Logger *slog.Logger
@@ -173,6 +176,7 @@ func (c *Client) streamOptions(req ChatRequest, h http.Header) StreamOptions {
 		Dialect:      c.cfg.Dialect,
 		MaxEventSize: c.cfg.MaxEventSize,
 		IdleTimeout:  -1,
+		MaxText:      c.cfg.MaxText,
 		DialogID:     req.DialogID,
 		TurnID:       req.TurnID,
 		Header:       h,

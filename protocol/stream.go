@@ -37,6 +37,11 @@ type StreamOptions struct {
 	DialogID     string        // known before the stream (from the request); else learnt from it
 	TurnID       string        // stamped on every event
 	Header       http.Header   // response headers (rag's Server-Timing is kept on the summary)
+	// MaxText bounds the bytes of text, and of reasoning, the Summary
+	// keeps (the beginning, cut at a UTF-8 boundary; TextTruncated says
+	// so); 0 keeps everything. Events always carry every delta: a front
+	// that streams them needs no summary of a 9 MB answer in memory.
+	MaxText int
 }
 
 // Summary is what a whole turn amounted to. Its JSON form is the summary
@@ -57,6 +62,9 @@ type Summary struct {
 	Errors       []ErrorInfo     `json:"errors"`
 	Violations   []Violation     `json:"violations"`
 	ServerTiming string          `json:"serverTiming,omitempty"`
+	// TextTruncated: Text or Reasoning holds only the first
+	// StreamOptions.MaxText bytes of what was streamed.
+	TextTruncated bool `json:"textTruncated,omitzero"`
 }
 
 // ChangeSummary is one change of a turn as the summary lists it. Replay

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Violation kinds (Violation.Kind).
@@ -77,9 +78,10 @@ type Turn struct {
 
 	noFast bool // tests: always take the general path
 
-	text, reasoning strings.Builder
-	sum             Summary
-	seen            map[string]bool // changes proposed in this turn (path + "\x00" + diff)
+	text, reasoning       strings.Builder
+	textCut, reasoningCut bool // MaxText reached
+	sum                   Summary
+	seen                  map[string]bool // changes proposed in this turn (path + "\x00" + diff)
 }
 
 // NewTurn returns the state machine of a new turn.
@@ -246,15 +248,33 @@ func (t *Turn) end(o Outcome, reason string) {
 	t.done, t.outcome, t.reason = true, o, reason
 }
 
+// keep adds a delta to the summary's text or reasoning, up to
+// StreamOptions.MaxText bytes; once cut, nothing more is kept (a later
+// short delta would leave a gap).
+func (t *Turn) keep(b *strings.Builder, cut *bool, s string) {
+	if *cut {
+		return
+	}
+	if limit := t.opts.MaxText; limit > 0 && b.Len()+len(s) > limit {
+		n := max(limit-b.Len(), 0)
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+		*cut, t.sum.TextTruncated = true, true
+	}
+	b.WriteString(s)
+}
+
 // out stamps an event, records it in the summary and emits it.
 func (t *Turn) out(e Event) {
 	t.seq++
 	e.Seq, e.DialogID, e.TurnID = t.seq, t.sum.DialogID, t.opts.TurnID
 	switch e.Type {
 	case KindText:
-		t.text.WriteString(e.Text)
+		t.keep(&t.text, &t.textCut, e.Text)
 	case KindReasoning:
-		t.reasoning.WriteString(e.Text)
+		t.keep(&t.reasoning, &t.reasoningCut, e.Text)
 	case KindCitation:
 		t.sum.Citations = append(t.sum.Citations, *e.Citation)
 	case KindToolCall:
