@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,47 @@ func TestLongAnswerResultIsBounded(t *testing.T) {
 	if !res.TextTruncated || len(res.Text) > editor.MaxResultText || !strings.HasPrefix(streamed.String(), res.Text) || len(res.Text) < editor.MaxResultText-100 {
 		t.Errorf("result: %d bytes of text, textTruncated %v; want the first %d bytes of the %d streamed, marked truncated",
 			len(res.Text), res.TextTruncated, editor.MaxResultText, streamed.Len())
+	}
+}
+
+// TestClientRebuildsACutText: editor.Client (the terminal's side) gets a
+// result whose text the server cut at MaxResultText; it gives its caller
+// the whole answer, rebuilt from the turn's events.
+func TestClientRebuildsACutText(t *testing.T) {
+	const n = 30000 // about 1.8 MB
+	var body strings.Builder
+	for i := range n {
+		fmt.Fprintf(&body, "data: {\"type\":\"delta\",\"content\":\"%06d lorem ipsum dolor sit amet, consectetur adipiscing elit \"}\n\n", i)
+	}
+	body.WriteString("data: {\"type\":\"done\",\"citations\":[]}\n\n")
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1, Replay: []byte(body.String())})
+	state := t.TempDir()
+	srv := editor.NewServer(editor.Options{
+		Resolve: func(_ context.Context, ws string, init editor.InitOptions) (daemon.Config, error) {
+			return editor.ApplyInitOptions(daemon.Config{Workspace: ws, Upstream: up, Dialect: protocol.DialectTextbook, StateDir: state, NoWatch: true}, init)
+		},
+	})
+	t.Cleanup(func() { srv.Close() })
+	serverEnd, clientEnd := net.Pipe()
+	ctx := testCtx(t)
+	go srv.ServeConn(ctx, serverEnd)
+	c := editor.NewClient(clientEnd, editor.ClientOptions{})
+	defer c.Close()
+	if _, err := c.Initialize(ctx, ws, "gaps-test", "0"); err != nil {
+		t.Fatal(err)
+	}
+	var streamed strings.Builder
+	res, err := c.Chat(ctx, &editor.ChatParams{Message: "tell me everything"}, func(ev protocol.Event) {
+		if ev.Type == protocol.KindText {
+			streamed.WriteString(ev.Text)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if streamed.Len() <= editor.MaxResultText || res.Text != streamed.String() || res.TextTruncated || res.Summary.Text != res.Text {
+		t.Errorf("result text %d bytes (truncated %v, summary %d), streamed %d: want the whole answer",
+			len(res.Text), res.TextTruncated, len(res.Summary.Text), streamed.Len())
 	}
 }
