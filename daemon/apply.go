@@ -28,6 +28,20 @@ func (e *Engine) current(p *Peer, abs string) (target, error) {
 	return target{text: b, exists: exists}, nil
 }
 
+// deletedBehindBuffer is the target of undoing a deletion that smith made
+// on disk while an editor kept the file's buffer open (an editor without
+// the delete resource operation gets the deletion on disk): when the file
+// is still absent and the buffer holds exactly the bytes from before, the
+// file comes back on disk, which loses nothing. Otherwise tg is kept, and
+// the undo is refused as usual.
+func (e *Engine) deletedBehindBuffer(r *undoRecord, tg target) target {
+	b, exists, err := readFile(r.Path)
+	if err != nil || exists || !r.Before.matches(tg.text, true) {
+		return tg
+	}
+	return target{text: b, exists: false}
+}
+
 // mergeStatuses keeps the recorded status of hunks that are no longer
 // pending and takes match data of the fresh plan.
 func mergeStatuses(old, fresh []Hunk) []Hunk {

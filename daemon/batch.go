@@ -356,6 +356,9 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 		if err != nil {
 			return nil, err
 		}
+		if tg.open && !r.After.Exists {
+			tg = e.deletedBehindBuffer(r, tg)
+		}
 		if !r.After.matches(tg.text, tg.exists) {
 			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
 		}

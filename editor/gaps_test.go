@@ -129,6 +129,14 @@ func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
 			if c := s.change(del.Changes[0]); c.Status != daemon.StatusApplied {
 				t.Errorf("change %s is %s, want applied", c.ID, c.Status)
 			}
+			// Undo brings the file back on disk (the buffer still holds
+			// its text, so nothing is lost).
+			if err := s.Call(ctx, editor.MethodUndo, map[string]any{"changeId": del.Changes[0]}, nil); err != nil {
+				t.Fatalf("undo: %v", err)
+			}
+			if got := readFile(t, old); got != "package old\n" {
+				t.Errorf("old.go after undo = %q", got)
+			}
 		})
 	}
 }
