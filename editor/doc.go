@@ -16,6 +16,7 @@
 // answers malformed frames), stdio*.go (stdin/stdout as the stream),
 // codec.go (payload JSON), dispatch.go (routing, lifecycle gate,
 // cancellation), lifecycle.go, textdocument.go (buffer mirror),
+// revalidate.go (re-validating the changes of edited buffers, debounced),
 // positions.go, applyedit.go (WorkspaceEdit building and engine
 // notifications), chat.go, changes.go, dialogs.go, session.go,
 // commands.go, progress.go, errors.go (the documented error codes),
@@ -32,7 +33,9 @@
 // Async) because they wait on the upstream or call the editor back, so
 // they run concurrently and may answer out of order. A connection's engine
 // is acquired at initialize and released when the connection ends; the
-// last release closes it. Teardown (exit, end of input, or the Server's
+// last release closes it. The engine's notifications reach a connection
+// from a queue of its own (daemon), so a connection that stops reading
+// holds up no other. Teardown (exit, end of input, or the Server's
 // context) refuses new requests, cancels the running ones (a running turn
 // ends "cancelled" and gives its dialog back), waits for their handlers to
 // return, then closes the stream.
