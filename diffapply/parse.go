@@ -1,7 +1,6 @@
 package diffapply
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -29,6 +28,7 @@ type hunk struct {
 	numbered           bool
 	section            string
 	lines              []hunkLine
+	body               string // the lines as Hunk.Body prints them, when go-diff gave exactly that; else ""
 	oldNoNL, newNoNL   bool // "\ No newline at end of file" on that side
 	line               int  // line of the @@ header in the diff
 }
@@ -231,29 +231,28 @@ func unquote(s string) (string, error) {
 // when no body holds a "---"/"+++" pair go-diff would take for a file
 // header (D9), else one hunk at a time.
 func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
-	var b bytes.Buffer // go-diff wants []byte: build it directly, no copy
 	size := 0
 	for _, rh := range rhs {
-		size += 40
+		size += 40 + len(rh.section)
 		for _, l := range rh.body {
 			size += len(l) + 1
 		}
 	}
-	b.Grow(size)
+	b := make([]byte, 0, size) // go-diff wants []byte: build it directly, no copy
 	risky := false
 	for _, rh := range rhs {
-		b.WriteString(rh.goDiffHeader())
-		b.WriteByte('\n')
+		b = appendHunkHeader(b, rh.oldStart, rh.oldCount, rh.newStart, rh.newCount, rh.section)
+		b = append(b, '\n')
 		for i, l := range rh.body {
-			b.WriteString(l)
-			b.WriteByte('\n')
+			b = append(b, l...)
+			b = append(b, '\n')
 			if strings.HasPrefix(l, "---") && i+1 < len(rh.body) && strings.HasPrefix(rh.body[i+1], "+++") {
 				risky = true
 			}
 		}
 	}
 	if !risky {
-		gh, err := diff.ParseHunksOptions(b.Bytes(), diff.ParseOptions{KeepCR: true})
+		gh, err := diff.ParseHunksOptions(b, diff.ParseOptions{KeepCR: true})
 		if err == nil && len(gh) == len(rhs) {
 			out := make([]*hunk, len(rhs))
 			for i, g := range gh {
@@ -292,14 +291,17 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 		numbered: rh.numbered, section: g.Section, line: rh.line,
 		oldNoNL: g.OrigNoNewlineAt > 0,
 	}
-	body := g.Body
-	if len(body) > 0 && body[len(body)-1] != '\n' {
+	// One string for the whole body: the lines are slices of it, and when
+	// it is already in the form Hunk.Body prints, it is Hunk.Body too.
+	body := string(g.Body)
+	text := body
+	if text != "" && text[len(text)-1] != '\n' {
 		h.newNoNL = true
 	} else {
-		body = bytes.TrimSuffix(body, []byte("\n"))
+		text = strings.TrimSuffix(text, "\n")
 	}
-	if len(body) > 0 {
-		text := string(body)
+	canonical := !h.newNoNL
+	if text != "" {
 		h.lines = make([]hunkLine, 0, h.oldCount+h.newCount)
 		for text != "" {
 			l, rest, _ := strings.Cut(text, "\n")
@@ -308,9 +310,14 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 			l = strings.TrimSuffix(l, "\r")
 			if l == "" {
 				l = " " // GNU diff's empty context line
+				canonical = false
 			}
+			canonical = canonical && !cr
 			h.lines = append(h.lines, hunkLine{text: l[1:], op: l[0], cr: cr})
 		}
+	}
+	if canonical {
+		h.body = body
 	}
 	if h.newNoNL && len(h.lines) > 0 && h.lines[len(h.lines)-1].op == ' ' {
 		h.oldNoNL = true // a context line without newline: both sides
@@ -358,6 +365,7 @@ func (fd *fileDiff) reverse() {
 		fd.deletedFile, fd.dropCopy = true, true
 	}
 	for _, h := range fd.hunks {
+		h.body = ""
 		h.oldStart, h.newStart = h.newStart, h.oldStart
 		h.oldCount, h.newCount = h.newCount, h.oldCount
 		h.oldNoNL, h.newNoNL = h.newNoNL, h.oldNoNL

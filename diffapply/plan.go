@@ -378,14 +378,13 @@ func headerOf(h *hunk) string {
 		}
 		return s
 	}
-	s := fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.oldStart, h.oldCount, h.newStart, h.newCount)
-	if h.section != "" {
-		s += " " + h.section
-	}
-	return s
+	return string(appendHunkHeader(make([]byte, 0, 32+len(h.section)), h.oldStart, h.oldCount, h.newStart, h.newCount, h.section))
 }
 
 func bodyOf(h *hunk) string {
+	if h.body != "" {
+		return h.body
+	}
 	var b strings.Builder
 	n := 0
 	for _, l := range h.lines {

@@ -1,6 +1,7 @@
 package diffapply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,11 +32,20 @@ func (f *File) render(ids []int) []byte {
 	}
 	slices.SortStableFunc(ps, func(a, b *job) int { return a.place.at - b.place.at })
 	l := f.lines
-	var out strings.Builder
-	out.Grow(len(f.Before) + 64)
+	// Built in place, the size known up front: this runs for every file
+	// of every plan.
+	size := len(f.Before) + len(f.conv)
+	for _, j := range ps {
+		for _, op := range j.h.lines {
+			if op.op == '+' {
+				size += len(op.text) + 2
+			}
+		}
+	}
+	out := make([]byte, 0, size)
 	emit := func(text, eol string) {
-		out.WriteString(text)
-		out.WriteString(eol)
+		out = append(out, text...)
+		out = append(out, eol...)
 	}
 	pos := 0
 	wantFinal := 0 // 0 untouched, 1 newline, -1 none
@@ -76,17 +86,16 @@ func (f *File) render(ids []int) []byte {
 	for ; pos < l.len(); pos++ {
 		emit(l.text[pos], l.eol[pos].String())
 	}
-	s := out.String()
-	if strings.HasPrefix(string(f.Before), bom) && !strings.HasPrefix(s, bom) && s != "" && !f.diffHasBOM() {
-		s = bom + s // the diff rewrote line 1 without the mark it never saw
+	if bytes.HasPrefix(f.Before, []byte(bom)) && !bytes.HasPrefix(out, []byte(bom)) && len(out) > 0 && !f.diffHasBOM() {
+		out = append([]byte(bom), out...) // the diff rewrote line 1 without the mark it never saw
 	}
 	switch {
 	case wantFinal < 0:
-		s = strings.TrimSuffix(strings.TrimSuffix(s, "\n"), "\r")
-	case wantFinal > 0 && s != "" && !strings.HasSuffix(s, "\n"):
-		s += f.conv // an old-side marker with the file's own last line
+		out = bytes.TrimSuffix(bytes.TrimSuffix(out, []byte("\n")), []byte("\r"))
+	case wantFinal > 0 && len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")):
+		out = append(out, f.conv...) // an old-side marker with the file's own last line
 	}
-	return []byte(s)
+	return out
 }
 
 // diffHasBOM reports whether any line of the diff carries a byte-order

@@ -2,9 +2,9 @@ package diffapply
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // This file finds the structure of a diff before go-diff parses it: which
@@ -44,7 +44,77 @@ type rawHunk struct {
 
 const noNewlineMarker = `\ No newline at end of file`
 
-var hunkHeaderRE = regexp.MustCompile(`^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+ ?(.*)$`)
+// hunkRange is what a numbered hunk header says.
+type hunkRange struct {
+	oldStart, oldCount int
+	newStart, newCount int
+	section            string
+}
+
+// parseHunkHeader reads "@@ -a[,b] +c[,d] @@[ section]": one or more '@'
+// on either side, a missing count meaning 1, at most one space dropped
+// before the section. It is the grammar of the regular expression
+//
+//	^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+ ?(.*)$
+//
+// parsed by hand, because a regexp match per hunk cost more than the
+// rest of our scan (scan_test.go checks the two agree). A number too big
+// for an int is clamped, as strconv.Atoi does.
+func parseHunkHeader(l string) (hunkRange, bool) {
+	var r hunkRange
+	rest, ok := skipAts(l)
+	if !ok || !strings.HasPrefix(rest, " -") {
+		return hunkRange{}, false
+	}
+	if r.oldStart, r.oldCount, rest, ok = parseRange(rest[2:]); !ok || !strings.HasPrefix(rest, " +") {
+		return hunkRange{}, false
+	}
+	if r.newStart, r.newCount, rest, ok = parseRange(rest[2:]); !ok || !strings.HasPrefix(rest, " ") {
+		return hunkRange{}, false
+	}
+	if rest, ok = skipAts(rest[1:]); !ok || strings.Contains(rest, "\n") {
+		return hunkRange{}, false // scan's lines never hold a "\n"; the grammar refuses one
+	}
+	r.section = strings.TrimPrefix(rest, " ")
+	return r, true
+}
+
+// skipAts drops a leading run of two or more '@'.
+func skipAts(s string) (string, bool) {
+	n := 0
+	for n < len(s) && s[n] == '@' {
+		n++
+	}
+	return s[n:], n >= 2
+}
+
+// parseRange reads "start[,count]"; count defaults to 1.
+func parseRange(s string) (start, count int, rest string, ok bool) {
+	start, rest, ok = leadingInt(s)
+	if !ok {
+		return 0, 0, s, false
+	}
+	count = 1
+	if strings.HasPrefix(rest, ",") {
+		if count, rest, ok = leadingInt(rest[1:]); !ok {
+			return 0, 0, s, false
+		}
+	}
+	return start, count, rest, true
+}
+
+// leadingInt reads the ASCII digits at the start of s.
+func leadingInt(s string) (int, string, bool) {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return 0, s, false
+	}
+	v, _ := strconv.Atoi(s[:n]) // clamped on overflow
+	return v, s[n:], true
+}
 
 // scanned is the result of scan.
 type scanned struct {
@@ -55,9 +125,15 @@ type scanned struct {
 // scan splits a diff into file sections and hunks. It never fails on
 // prose; it fails only when nothing diff-like is found.
 func scan(diff []byte) (*scanned, error) {
-	text := string(diff)
+	// The scanned lines are views of the caller's diff, not a copy of it
+	// (a copy of a 1 MB diff was a tenth of a plan's sequential time).
+	// That is safe because nothing scanned outlives Plan: what reaches a
+	// Patch or an error is copied by go-diff (it parses from buffers we
+	// build) or by fmt. TestPatchDoesNotAliasDiff overwrites the diff
+	// after Plan to hold us to that.
+	text := unsafe.String(unsafe.SliceData(diff), len(diff))
 	sc := &scanned{}
-	if strings.Contains(text, "\n*** Begin Patch") || strings.HasPrefix(text, "*** Begin Patch") {
+	if hasLineWithPrefix(text, "*** Begin Patch") {
 		return nil, &ParseError{Line: 1, Msg: "this is an apply_patch envelope (*** Begin Patch), not a unified diff"}
 	}
 	var lineMap []int
@@ -141,6 +217,21 @@ func scan(diff []byte) (*scanned, error) {
 	return sc, nil
 }
 
+// hasLineWithPrefix reports whether a line of text starts with prefix.
+// One search for the prefix, not one comparison per line.
+func hasLineWithPrefix(text, prefix string) bool {
+	for i := 0; ; {
+		k := strings.Index(text[i:], prefix)
+		if k < 0 {
+			return false
+		}
+		if i+k == 0 || text[i+k-1] == '\n' {
+			return true
+		}
+		i += k + 1
+	}
+}
+
 func hasFileNames(f *rawFile) bool {
 	for _, h := range f.header {
 		if strings.HasPrefix(h, "--- ") || strings.HasPrefix(h, "+++ ") {
@@ -219,18 +310,10 @@ func isDiffLike(block []string) bool {
 func scanHunk(ls []string, i int, lineNo func(int) int) (*rawHunk, int) {
 	hl := strings.TrimSuffix(ls[i], "\r")
 	h := &rawHunk{headerLine: hl, oldCount: -1, newCount: -1, line: lineNo(i)}
-	if m := hunkHeaderRE.FindStringSubmatch(hl); m != nil {
+	if r, ok := parseHunkHeader(hl); ok {
 		h.numbered = true
-		h.oldStart, _ = strconv.Atoi(m[1])
-		h.newStart, _ = strconv.Atoi(m[3])
-		h.oldCount, h.newCount = 1, 1
-		if m[2] != "" {
-			h.oldCount, _ = strconv.Atoi(m[2])
-		}
-		if m[4] != "" {
-			h.newCount, _ = strconv.Atoi(m[4])
-		}
-		h.section = m[5]
+		h.oldStart, h.oldCount, h.newStart, h.newCount = r.oldStart, r.oldCount, r.newStart, r.newCount
+		h.section = r.section
 	} else {
 		// "@@", "@@ @@", "@@ ... @@ func f()": no usable numbers.
 		if rest := strings.TrimPrefix(hl, "@@"); strings.Contains(rest, "@@") {
@@ -436,9 +519,24 @@ func (f *rawFile) displayName() string {
 // goDiffHeader is the hunk header handed to go-diff: numbers from the
 // recount, the section kept.
 func (h *rawHunk) goDiffHeader() string {
-	s := fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.oldStart, h.oldCount, h.newStart, h.newCount)
-	if h.section != "" {
-		s += " " + h.section
+	return string(appendHunkHeader(nil, h.oldStart, h.oldCount, h.newStart, h.newCount, h.section))
+}
+
+// appendHunkHeader appends "@@ -a,b +c,d @@[ section]" to b (without
+// fmt: it runs once or twice per hunk).
+func appendHunkHeader(b []byte, oldStart, oldCount, newStart, newCount int, section string) []byte {
+	b = append(b, "@@ -"...)
+	b = strconv.AppendInt(b, int64(oldStart), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(oldCount), 10)
+	b = append(b, " +"...)
+	b = strconv.AppendInt(b, int64(newStart), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(newCount), 10)
+	b = append(b, " @@"...)
+	if section != "" {
+		b = append(b, ' ')
+		b = append(b, section...)
 	}
-	return s
+	return b
 }

@@ -1,0 +1,140 @@
+package diffapply
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+// hunkHeaderRE is the grammar parseHunkHeader implements by hand; it is
+// the oracle of the tests below.
+var hunkHeaderRE = regexp.MustCompile(`^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+ ?(.*)$`)
+
+func headerByRegexp(l string) (hunkRange, bool) {
+	m := hunkHeaderRE.FindStringSubmatch(l)
+	if m == nil {
+		return hunkRange{}, false
+	}
+	r := hunkRange{oldCount: 1, newCount: 1, section: m[5]}
+	r.oldStart, _ = strconv.Atoi(m[1])
+	r.newStart, _ = strconv.Atoi(m[3])
+	if m[2] != "" {
+		r.oldCount, _ = strconv.Atoi(m[2])
+	}
+	if m[4] != "" {
+		r.newCount, _ = strconv.Atoi(m[4])
+	}
+	return r, true
+}
+
+var hunkHeaderSamples = []string{
+	"@@ -1,3 +1,4 @@",
+	"@@ -1 +1 @@",
+	"@@ -0,0 +1,2 @@ func main() {",
+	"@@ -12,7 +12,8 @@  two spaces",
+	"@@@ -1,2 +1,2 @@@",
+	"@@ -1,2 +1,2 @@@@@x",
+	"@@ -1,2 +1,2 @@\tsection",
+	"@@ -1,2 +1,2 @@ \r",
+	"@@ -1, +1,2 @@",
+	"@@ -1,2 +1,2@@",
+	"@@ -1,2 +1,2 @",
+	"@@  -1,2 +1,2 @@",
+	"@@ -1,2  +1,2 @@",
+	"@@ -a,2 +1,2 @@",
+	"@@ -1,2 -1,2 @@",
+	"@ -1,2 +1,2 @@",
+	"@@",
+	"@@ @@",
+	"@@ ... @@ func f()",
+	"@@ -99999999999999999999999,1 +1,1 @@",
+	"@@ -1,2 +1,2 @@ \xff\xfe",
+	"@@ -١,2 +1,2 @@",
+	"",
+}
+
+func TestParseHunkHeaderMatchesRegexp(t *testing.T) {
+	for _, l := range hunkHeaderSamples {
+		got, gotOK := parseHunkHeader(l)
+		want, wantOK := headerByRegexp(l)
+		if got != want || gotOK != wantOK {
+			t.Errorf("parseHunkHeader(%q) = %+v, %v; the regexp says %+v, %v", l, got, gotOK, want, wantOK)
+		}
+	}
+}
+
+func FuzzParseHunkHeader(f *testing.F) {
+	for _, l := range hunkHeaderSamples {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, l string) {
+		got, gotOK := parseHunkHeader(l)
+		want, wantOK := headerByRegexp(l)
+		if got != want || gotOK != wantOK {
+			t.Fatalf("parseHunkHeader(%q) = %+v, %v; the regexp says %+v, %v", l, got, gotOK, want, wantOK)
+		}
+	})
+}
+
+// TestPatchDoesNotAliasDiff plans every case, then overwrites the diff
+// buffer: scan reads the diff without copying it (scan.go), so nothing
+// in the Patch or the error may still point into it.
+func TestPatchDoesNotAliasDiff(t *testing.T) {
+	paths, err := filepath.Glob("testdata/cases/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, path := range paths {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := loadCase(t, ar)
+		root := t.TempDir()
+		for name, data := range c.in {
+			p := filepath.Join(root, filepath.FromSlash(name))
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			must(t, os.WriteFile(p, data, 0o644))
+		}
+		for _, diff := range [][]byte{c.diff, []byte("Here it is:\n```diff\n" + string(c.diff) + "```\n")} {
+			diff = bytes.Clone(diff)
+			p, err := Plan(root, diff, c.opts)
+			before := describePlan(p, err)
+			for i := range diff {
+				diff[i] = 'X'
+			}
+			if after := describePlan(p, err); after != before {
+				t.Errorf("%s: the plan changed when the diff buffer was overwritten:\n%s", path, cmp.Diff(before, after))
+			}
+		}
+	}
+}
+
+// describePlan prints everything a caller can read from a Plan result.
+func describePlan(p *Patch, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	js, err := json.Marshal(p)
+	if err != nil {
+		return "json: " + err.Error()
+	}
+	var b strings.Builder
+	b.Write(js)
+	for _, f := range p.Files {
+		fmt.Fprintf(&b, "\n%s\n%q\n%q\n%q", f.Path, f.After, f.Diff(nil), f.ReverseDiff(nil))
+		for _, h := range f.Hunks {
+			fmt.Fprintf(&b, "\n%s", h.Describe())
+		}
+	}
+	return b.String()
+}
