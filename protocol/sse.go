@@ -110,6 +110,10 @@ type SSEReader struct {
 	pull func() (SSEEvent, error, bool)
 	stop func()
 	seq  iter.Seq2[sse.Event, error]
+
+	// undecoded leaves Data as go-sse gives it, for a caller that runs
+	// decodeUTF8 itself on another goroutine (watchedStream).
+	undecoded bool
 }
 
 // NewSSEReader returns a reader of the event stream r. maxEventSize bounds
@@ -175,7 +179,10 @@ func (r *SSEReader) All() iter.Seq2[SSEEvent, error] {
 			default:
 				continue // the unterminated block go-sse yields at EOF (G2)
 			}
-			out := SSEEvent{Type: ev.Type, Data: decodeUTF8(ev.Data), LastEventID: ev.LastEventID, Retry: v.retry}
+			out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: ev.LastEventID, Retry: v.retry}
+			if !r.undecoded {
+				out.Data = decodeUTF8(out.Data)
+			}
 			if out.Type == "" {
 				out.Type = "message"
 			}
@@ -231,8 +238,12 @@ func (r *SSEReader) mapErr(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &TruncatedError{MidLine: !r.t.lineStart(), Err: err}
 	}
-	return fmt.Errorf("sse: reading the stream: %w", err)
+	return readError(err)
 }
+
+// readError wraps an error of the body (or of what reads it for the
+// reader: a cancel, the idle timeout).
+func readError(err error) error { return fmt.Errorf("sse: reading the stream: %w", err) }
 
 // verdict says, for one block go-sse will yield, what the spec does with it.
 type verdict struct {

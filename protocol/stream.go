@@ -98,18 +98,23 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 	if idle == 0 {
 		idle = DefaultIdleTimeout
 	}
-	w := watch(ctx, body, idle)
+	w := watch(ctx, body, idle, opts.MaxEventSize)
 	defer w.close()
-	sr := NewSSEReader(w, opts.MaxEventSize)
 	var cause error
-	for ev, err := range sr.All() {
-		if err != nil {
-			cause = err
-			break
+	for {
+		evs, err := w.next()
+		for _, ev := range evs {
+			t.Feed(ev, emit)
 		}
-		t.Feed(ev, emit)
+		w.release(evs)
 		if t.Done() {
 			w.shorten(terminalGrace)
+		}
+		if err != nil {
+			if err != io.EOF {
+				cause = err
+			}
+			break
 		}
 	}
 	if ctx.Err() != nil {

@@ -1,0 +1,66 @@
+package protocol
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// readDirect drives a Turn over an SSEReader on the calling goroutine, the
+// way Turn's doc shows: what ReadTurn must give, batches, buffers and its
+// framing goroutine notwithstanding.
+func readDirect(in string, opts StreamOptions) ([]Event, *Summary) {
+	var evs []Event
+	t := NewTurn(opts)
+	r := NewSSEReader(strings.NewReader(in), opts.MaxEventSize)
+	defer r.Close()
+	var err error
+	for {
+		var ev SSEEvent
+		if ev, err = r.Next(); err != nil {
+			break
+		}
+		t.Feed(ev, record(&evs))
+	}
+	return evs, t.Finish(err, record(&evs))
+}
+
+// ReadTurn hands events over in batches from a goroutine that reads the
+// body in large buffers: whatever the body's read sizes, the events and the
+// summary are those of the reader driven directly, over streams longer
+// than a batch and than a buffer, cut ones and ones with ill-formed UTF-8.
+func TestReadTurnMatchesDirectReading(t *testing.T) {
+	long := string(v2Stream(1200))
+	for name, in := range map[string]string{
+		"long":         long,
+		"cut":          long[:len(long)-300],
+		"badUTF8":      strings.Repeat(v2(`"type": "chat", "content": "a`+"\xff\xe2\x82"+`b"}`), 700) + v2(`"type": "done"}`),
+		"tooLarge":     strings.Repeat(v2(`"type": "chat", "content": "x"}`), 700) + v2(`"type": "chat", "content": "`+strings.Repeat("y", 5000)+`"}`),
+		"afterDone":    long + v2(`"type": "chat", "content": "late"}`),
+		"undetected":   strings.Repeat("data: [1]\n\n", 300),
+		"unterminated": long[:len(long)-1],
+	} {
+		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1, MaxEventSize: 4096}
+		wantEvs, wantSum := readDirect(in, opts)
+		for how, body := range map[string]io.Reader{
+			"whole":      strings.NewReader(in),
+			"halves":     iotest.HalfReader(strings.NewReader(in)),
+			"random":     &randomChunks{s: in, rng: rand.New(rand.NewPCG(uint64(len(in)), 3))},
+			"dataErrEOF": iotest.DataErrReader(strings.NewReader(in)),
+		} {
+			var evs []Event
+			sum := ReadTurn(context.Background(), body, opts, record(&evs))
+			if diff := cmp.Diff(wantEvs, evs); diff != "" {
+				t.Errorf("%s, %s: events (-direct +ReadTurn):\n%s", name, how, diff)
+			}
+			if diff := cmp.Diff(wantSum, sum); diff != "" {
+				t.Errorf("%s, %s: summary (-direct +ReadTurn):\n%s", name, how, diff)
+			}
+		}
+	}
+}
