@@ -70,9 +70,13 @@ func parse(b []byte) ([]*fileDiff, *scanned, error) {
 // big enough (size bytes) to be worth it. Files parse and plan
 // independently; results land in per-index slots, so the outcome does not
 // depend on scheduling.
+// parallelMin is the diff size (bytes) from which eachParallel uses more
+// than one goroutine.
+const parallelMin = 256 << 10
+
 func eachParallel(n, size int, do func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers < 2 || size < 256<<10 {
+	if workers < 2 || size < parallelMin {
 		for i := 0; i < n; i++ {
 			do(i)
 		}

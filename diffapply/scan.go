@@ -28,18 +28,18 @@ type rawFile struct {
 
 // rawHunk is one hunk as scanned, with its body repaired and recounted.
 type rawHunk struct {
-	headerLine string
-	numbered   bool
-	oldStart   int
-	newStart   int
-	oldCount   int // from the header; -1 without numbers
-	newCount   int
-	section    string
-	body       []string // body lines without "\n"; markers as "\ ..."
-	line       int
-	cutBy      string // the non-diff line that ended the body early, if any
-	cutLine    int    // its line in the diff
-	cutNext    string // the line after it
+	headerLine  string
+	numbered    bool
+	oldStart    int
+	newStart    int
+	oldCount    int // from the header; -1 without numbers
+	newCount    int
+	section     string
+	body        []string // body lines without "\n"; markers as "\ ..."
+	line        int
+	cutBy       string // the non-diff line that ended the body early, if any
+	cutLine     int    // its line in the diff
+	cutThenBody bool   // the line after it is a context or added line
 }
 
 const noNewlineMarker = `\ No newline at end of file`
@@ -125,6 +125,15 @@ type scanned struct {
 // scan splits a diff into file sections and hunks. It never fails on
 // prose; it fails only when nothing diff-like is found.
 func scan(diff []byte) (*scanned, error) {
+	piece := len(diff) + 1 // one piece
+	if len(diff) >= parallelMin {
+		piece = scanPiece
+	}
+	return scanPieces(diff, piece)
+}
+
+// scanPieces is scan with the text cut into pieces of about piece bytes.
+func scanPieces(diff []byte, piece int) (*scanned, error) {
 	// The scanned lines are views of the caller's diff, not a copy of it
 	// (a copy of a 1 MB diff was a tenth of a plan's sequential time).
 	// That is safe because nothing scanned outlives Plan: what reaches a
@@ -150,14 +159,83 @@ func scan(diff []byte) (*scanned, error) {
 		sc.repairs = append(sc.repairs, "took the diff out of its Markdown fence")
 	}
 	endsNL := strings.HasSuffix(text, "\n")
+	// A big diff is scanned in pieces on all CPUs, cut before "diff "
+	// lines: such a line always starts a new file section (or is refused
+	// as a combined diff), and no lookahead across it changes an outcome,
+	// so the pieces scan exactly as the whole would.
+	pieces := cutBeforeDiffLines(text, piece)
+	type result struct {
+		files []*rawFile
+		prose int
+		err   error
+	}
+	res := make([]result, len(pieces))
+	base := make([]int, len(pieces))
+	for i := 1; i < len(pieces); i++ {
+		base[i] = base[i-1] + strings.Count(pieces[i-1], "\n")
+	}
+	eachParallel(len(pieces), len(text), func(i int) {
+		r := &res[i]
+		r.files, r.prose, r.err = scanLines(pieces[i], func(k int) int { return lineNo(base[i] + k) })
+	})
+	prose := 0
+	for _, r := range res {
+		if r.err != nil {
+			return nil, r.err // the first error in diff order
+		}
+		sc.files = append(sc.files, r.files...)
+		prose += r.prose
+	}
+	if prose > 0 && len(sc.files) > 0 {
+		sc.repairs = append(sc.repairs, fmt.Sprintf("ignored %d line(s) of prose around the diff", prose))
+	}
+	if len(sc.files) == 0 {
+		return nil, &ParseError{Line: 1, Msg: "no unified diff found (no ---/+++ file header and no @@ hunk)"}
+	}
+	sc.repairDifflib(endsNL)
+	for _, f := range sc.files {
+		for hi, h := range f.hunks {
+			if err := sc.finishHunk(f, hi, h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return sc, nil
+}
+
+// hasLineWithPrefix reports whether a line of text starts with prefix.
+// One search for the prefix, not one comparison per line.
+// scanPiece is the size of the pieces a big diff is scanned in.
+const scanPiece = 64 << 10
+
+// cutBeforeDiffLines cuts text into pieces of at least size bytes, each
+// cut right before a line that starts with "diff ".
+func cutBeforeDiffLines(text string, size int) []string {
+	var out []string
+	for len(text) > size {
+		k := strings.Index(text[size:], "\ndiff ")
+		if k < 0 {
+			break
+		}
+		out = append(out, text[:size+k+1])
+		text = text[size+k+1:]
+	}
+	return append(out, text)
+}
+
+// scanLines finds the file sections and hunks in text; lineNo maps a
+// line index of text to its line in the input. It returns the sections,
+// the number of prose lines it skipped, or the first refusal.
+func scanLines(text string, lineNo func(int) int) ([]*rawFile, int, error) {
 	ls := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if text == "" {
 		ls = nil
 	}
+	var files []*rawFile
 	var cur *rawFile
 	newFile := func(i int) *rawFile {
 		cur = &rawFile{line: lineNo(i)}
-		sc.files = append(sc.files, cur)
+		files = append(files, cur)
 		return cur
 	}
 	prose := 0
@@ -165,7 +243,7 @@ func scan(diff []byte) (*scanned, error) {
 		l := strings.TrimSuffix(ls[i], "\r")
 		switch {
 		case strings.HasPrefix(l, "diff --cc ") || strings.HasPrefix(l, "diff --combined ") || strings.HasPrefix(l, "@@@ "):
-			return nil, &ParseError{Line: lineNo(i), Msg: "a combined (merge) diff cannot be applied; diff against one parent instead (git diff A B)"}
+			return nil, 0, &ParseError{Line: lineNo(i), Msg: "a combined (merge) diff cannot be applied; diff against one parent instead (git diff A B)"}
 		case strings.HasPrefix(l, "diff ") || strings.HasPrefix(l, "Index: "):
 			newFile(i).header = append(cur.header, ls[i])
 		case strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
@@ -200,25 +278,9 @@ func scan(diff []byte) (*scanned, error) {
 			}
 		}
 	}
-	if prose > 0 && len(sc.files) > 0 {
-		sc.repairs = append(sc.repairs, fmt.Sprintf("ignored %d line(s) of prose around the diff", prose))
-	}
-	if len(sc.files) == 0 {
-		return nil, &ParseError{Line: 1, Msg: "no unified diff found (no ---/+++ file header and no @@ hunk)"}
-	}
-	sc.repairDifflib(endsNL)
-	for _, f := range sc.files {
-		for hi, h := range f.hunks {
-			if err := sc.finishHunk(f, hi, h); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return sc, nil
+	return files, prose, nil
 }
 
-// hasLineWithPrefix reports whether a line of text starts with prefix.
-// One search for the prefix, not one comparison per line.
 func hasLineWithPrefix(text, prefix string) bool {
 	for i := 0; ; {
 		k := strings.Index(text[i:], prefix)
@@ -338,8 +400,8 @@ func scanHunk(ls []string, i int, lineNo func(int) int) (*rawHunk, int) {
 			// Prose after the hunk, or a body line that lost its prefix
 			// (an outdented hunk): finishHunk tells which it can.
 			h.cutBy, h.cutLine = l, lineNo(j)
-			if j+1 < len(ls) {
-				h.cutNext = strings.TrimSuffix(ls[j+1], "\r")
+			if j+1 < len(ls) && ls[j+1] != "" {
+				h.cutThenBody = ls[j+1][0] == ' ' || ls[j+1][0] == '+'
 			}
 			break
 		}
@@ -497,7 +559,7 @@ func (h *rawHunk) checkCut(o, n int) error {
 		return nil
 	}
 	short := h.numbered && (o < h.oldCount || n < h.newCount)
-	goesOn := !h.numbered && h.cutNext != "" && (h.cutNext[0] == ' ' || h.cutNext[0] == '+')
+	goesOn := !h.numbered && h.cutThenBody
 	if !short && !goesOn {
 		return nil
 	}

@@ -138,3 +138,40 @@ func describePlan(p *Patch, err error) string {
 	}
 	return b.String()
 }
+
+// TestScanInPiecesEqualsWhole checks that a diff scanned in pieces (as
+// big diffs are, on all CPUs) gives exactly what one scan of the whole
+// gives: sections, hunks, repairs, line numbers and refusals.
+func TestScanInPiecesEqualsWhole(t *testing.T) {
+	var diffs [][]byte
+	paths, _ := filepath.Glob("testdata/cases/*.txtar")
+	var all []byte
+	for _, path := range paths {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range ar.Files {
+			if f.Name == "diff" {
+				diffs = append(diffs, f.Data, []byte("Here:\n```diff\n"+string(f.Data)+"```\n"))
+				all = append(all, f.Data...)
+			}
+		}
+	}
+	_, big := benchWorkspace(t, 3, 300)
+	diffs = append(diffs, all, big, []byte("prose\n"+string(big)+"\nmore prose\n"),
+		// A hunk cut by prose right before a piece boundary.
+		[]byte("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\nprose\ndiff --git a/g b/g\n--- a/g\n+++ b/g\n@@ -1 +1 @@\n-c\n+d\n"))
+	for _, d := range diffs {
+		whole, werr := scanPieces(d, len(d)+1)
+		for _, piece := range []int{1, 100, 4096} {
+			got, err := scanPieces(d, piece)
+			if fmt.Sprint(err) != fmt.Sprint(werr) {
+				t.Fatalf("in pieces of %d: error %v, whole: %v\n%s", piece, err, werr, d)
+			}
+			if diff := cmp.Diff(whole, got, cmp.AllowUnexported(scanned{}, rawFile{}, rawHunk{})); diff != "" {
+				t.Fatalf("in pieces of %d (-whole +pieces):\n%s\n%s", piece, diff, d)
+			}
+		}
+	}
+}
