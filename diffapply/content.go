@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 )
@@ -16,9 +17,11 @@ import (
 // nil plans a deletion; a missing file is a creation. When nothing
 // changes the Patch has no files.
 //
-// Line endings: matching ignores them and added lines take the file's
-// convention (see the package doc), so content that only changes a CRLF
-// file's line endings to LF renders with the file's CRLF kept.
+// Line endings: the diff is made without carriage returns, so it is
+// CR-blind and added lines take the file's convention (see the package
+// doc): content that only changes a CRLF file's line endings to LF plans
+// no change, and CRLF content written over an LF file stays LF. A new
+// file is written byte for byte.
 func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, error) {
 	ws, err := newWorkspace(root)
 	if err != nil {
@@ -55,7 +58,15 @@ func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, er
 	case newContent == nil:
 		newLabel = "/dev/null"
 	}
-	text := udiff.Unified(oldLabel, newLabel, string(old), string(newContent))
+	oldText, newText := string(old), string(newContent)
+	if existed && newContent != nil {
+		// A tool's output says what the text is, not which line ends the
+		// file should have: diff both sides without CRs, so the diff is
+		// CR-blind and its added lines take the file's convention (a
+		// byte-exact diff would write them literally).
+		oldText, newText = stripCR(oldText), stripCR(newText)
+	}
+	text := udiff.Unified(oldLabel, newLabel, oldText, newText)
 	if text == "" {
 		if !existed || (newContent == nil && len(old) == 0) {
 			// Creating or deleting an empty file has no hunks: say so in
@@ -71,6 +82,14 @@ func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, er
 	opts.Target = rel
 	opts.Reverse = false
 	return Plan(root, []byte(text), opts)
+}
+
+// stripCR drops the CR of every CRLF line end.
+func stripCR(s string) string {
+	if !strings.Contains(s, "\r\n") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\r\n", "\n")
 }
 
 // Diff is the as-applied unified diff of the chosen hunks (nil ids means

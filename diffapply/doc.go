@@ -80,13 +80,20 @@
 //
 // # Line endings
 //
-// Context lines are written as the file has them (bytes and ending). Added
-// lines take the file's convention: CRLF when most lines end in CRLF, so a
-// CRLF file stays CRLF and a mixed file keeps each untouched line's own
-// ending. Into a new or empty file each line goes with the diff's own
-// ending for it. The final newline follows the diff's markers where the last hunk
-// reaches the end of the file, and the file's own state when the diff has
-// no marker.
+// Context lines are written as the file has them (bytes and ending). How
+// added lines end depends on whether the diff knows the file's carriage
+// returns, decided per hunk: when every context and removed line of the
+// hunk ends in CR exactly where the file's line does (a byte-exact git
+// diff, LF-only diffs of LF files included), added lines are written as the
+// diff has them, so a commit that adds an LF line to a CRLF file, or turns
+// "-foo\r" into "+foo", is reproduced. When the hunk matched only by
+// ignoring CRs (a model's LF diff against a CRLF file, a CRLF diff against
+// an LF file), its line ends carry no information and added lines take the
+// file's convention: CRLF when most lines end in CRLF, so a CRLF file stays
+// CRLF and a mixed file keeps each untouched line's own ending. Into a new
+// or empty file each line goes with the diff's own ending for it. The final
+// newline follows the diff's markers where the last hunk reaches the end of
+// the file, and the file's own state when the diff has no marker.
 //
 // # Writing
 //

@@ -58,6 +58,7 @@ func (f *File) render(ids []int) []byte {
 		skipF, skipB := j.place.trimFront, j.place.trimBack
 		ops = ops[skipF : len(ops)-skipB]
 		oi := j.place.at
+		literal := l.len() == 0 || crAware(l, j.place.at, ops)
 		for _, op := range ops {
 			switch op.op {
 			case ' ':
@@ -66,7 +67,7 @@ func (f *File) render(ids []int) []byte {
 			case '-':
 				oi++
 			case '+':
-				emit(op.text, f.addedEOL(op))
+				emit(op.text, f.addedEOL(op, literal))
 			}
 		}
 		pos = oi
@@ -111,17 +112,46 @@ func (f *File) diffHasBOM() bool {
 	return false
 }
 
-// addedEOL is the ending of an added line: the file's convention, or for
-// a file that was empty the diff's own ending of that line (so a new file
-// is created byte for byte as the diff says, mixed endings included).
-func (f *File) addedEOL(op hunkLine) string {
+// addedEOL is the ending of an added line: as the diff wrote it when the
+// hunk is literal (see crAware; a new or empty file is always literal, so
+// it is created byte for byte as the diff says, mixed endings included),
+// else the file's convention.
+func (f *File) addedEOL(op hunkLine, literal bool) string {
 	switch {
-	case f.lines.len() > 0:
+	case !literal:
 		return f.conv
 	case op.cr:
 		return "\r\n"
 	}
 	return "\n"
+}
+
+// crAware reports whether a hunk's old side (ops, placed at line at) carries
+// the file's carriage returns exactly: every context and removed line ends
+// in CR in the diff if and only if it does in the file. Such a diff is
+// byte-exact (git diff of a CRLF or mixed file), so its added lines say
+// which ending they get, and a "-foo\r" / "+foo" pair is a real conversion
+// to LF. A diff that is not, is CR-blind (an LF diff from a model against a
+// CRLF file, or a CRLF diff against an LF file): its added lines' endings
+// carry no information and take the file's convention instead.
+//
+// Blanks after the CR are skipped on the diff's side, since the whitespace
+// rungs match them anyway; a file's last line without a newline counts as
+// ending in CR when its text does.
+func crAware(l lines, at int, ops []hunkLine) bool {
+	oi := at
+	for _, op := range ops {
+		if op.op == '+' {
+			continue
+		}
+		diffCR := op.cr || strings.HasSuffix(strings.TrimRight(op.text, " \t"), "\r")
+		fileCR := l.eol[oi] == eolCRLF || (l.eol[oi] == eolNone && strings.HasSuffix(l.text[oi], "\r"))
+		if diffCR != fileCR {
+			return false
+		}
+		oi++
+	}
+	return true
 }
 
 // Writes returns the writes that apply the chosen hunks (nil ids means
