@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/sourcegraph/go-diff/diff"
 )
@@ -296,8 +297,10 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 		oldNoNL: g.OrigNoNewlineAt > 0,
 	}
 	// One string for the whole body: the lines are slices of it, and when
-	// it is already in the form Hunk.Body prints, it is Hunk.Body too.
-	body := string(g.Body)
+	// it is already in the form Hunk.Body prints, it is Hunk.Body too. It
+	// is g.Body itself, not a copy: go-diff allocated that buffer for this
+	// hunk, g is dropped when we return, and nothing writes to it again.
+	body := unsafe.String(unsafe.SliceData(g.Body), len(g.Body))
 	text := body
 	if text != "" && text[len(text)-1] != '\n' {
 		h.newNoNL = true

@@ -274,8 +274,8 @@ func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
 		return nil, nil
 	}
 	// Confinement applies to every path we touch, whoever supplies the text.
-	for _, r := range []string{oldRel, newRel} {
-		if r != "" {
+	for i, r := range []string{oldRel, newRel} {
+		if r != "" && (i == 0 || r != oldRel) {
 			if _, err := ws.resolve(r); err != nil {
 				return nil, err
 			}

@@ -396,7 +396,7 @@ func scanHunk(ls []string, i int, lineNo func(int) int) (*rawHunk, int) {
 		if !pending && strings.HasPrefix(l, "+++ ") && j+1 < len(ls) && strings.HasPrefix(ls[j+1], "@@") {
 			break // a new file's lone "+++" header
 		}
-		if l != "" && !strings.ContainsRune(" -+\\", rune(l[0])) {
+		if l != "" && l[0] != ' ' && l[0] != '-' && l[0] != '+' && l[0] != '\\' {
 			// Prose after the hunk, or a body line that lost its prefix
 			// (an outdented hunk): finishHunk tells which it can.
 			h.cutBy, h.cutLine = l, lineNo(j)
