@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,6 +42,27 @@ type Write struct {
 // A crash before 3 leaves only temp files, which Recover deletes; a crash
 // after 3 leaves complete backups, from which Recover restores every file.
 // So every file ends up entirely before or after, never in between.
+//
+// Fsyncs, batched (each costs milliseconds on a disk): a kill -9 loses
+// nothing the process wrote, so fsyncs only matter for an operating-system
+// crash, and there only what must be durable before the first rename of
+// step 4 is: the backups, the temp files (else a renamed target could come
+// back empty), the "committing" manifest, and the directory entries that
+// lead to them (the transaction directory in journalDir, the manifest and
+// backups in it). The "staging" manifest is not synced: losing it in an OS
+// crash leaves at worst stray temp files, never a changed target. So the
+// directory entries are synced once, after the committing manifest, not
+// after each file. The targets' directories are synced once each, after
+// all renames: until the journal is removed, an OS crash that undoes some
+// renames still finds the committing manifest and complete backups, and
+// Recover restores every file. The removal of the journal is synced last,
+// so a reported success is never rolled back by a later Recover.
+//
+// A commit of a single write has no journal at all: a temp file in the
+// target's directory, fsynced, renamed over the target (rename is atomic)
+// and the directory fsynced is already all-or-nothing, and a deletion is
+// one unlink. A process killed before the rename leaves the target as it
+// was and, at worst, its temp file (".NAME.smith-XXXX") next to it.
 type manifest struct {
 	Version int            `json:"version"`
 	State   string         `json:"state"` // "staging" or "committing"
@@ -68,17 +90,20 @@ const (
 // Commit writes all files or none. Each target must pass the workspace
 // rules (see Plan) and its ExpectHash; contents go to temp files in the
 // target's directory, are fsynced and renamed into place. On any failure
-// the files already renamed are restored. With a journalDir, a process
-// killed mid-commit leaves a journal that Recover(journalDir) rolls back;
-// with "" there is no journal. ctx is checked before the first rename.
+// the files already renamed are restored. With a journalDir and more than
+// one write, a process killed mid-commit leaves a journal that
+// Recover(journalDir) rolls back; with "" there is no journal, and a
+// single write needs none (its rename is atomic). ctx is checked before
+// the first rename.
 // Concurrent Commits on the same files are not coordinated.
 func Commit(ctx context.Context, root string, writes []Write, journalDir string) error {
 	return commit(ctx, root, writes, journalDir, nil)
 }
 
-// commit is Commit with a hook called after the i-th target was renamed;
-// tests use it to kill the process mid-commit or to inject a failure.
-func commit(ctx context.Context, root string, writes []Write, journalDir string, afterRename func(i int) error) (err error) {
+// commit is Commit with a hook called just before (renamed false) and just
+// after (true) the i-th target is renamed or removed; tests use it to kill
+// the process mid-commit or to inject a failure.
+func commit(ctx context.Context, root string, writes []Write, journalDir string, hook func(i int, renamed bool) error) (err error) {
 	ws, err := newWorkspace(root)
 	if err != nil {
 		return fmt.Errorf("workspace root: %w", err)
@@ -88,7 +113,7 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 		return err
 	}
 	var tx string
-	if journalDir != "" {
+	if journalDir != "" && len(writes) > 1 {
 		if tx, err = newTxDir(journalDir); err != nil {
 			return err
 		}
@@ -105,7 +130,7 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 		}
 	}
 	if tx != "" {
-		if err := writeManifest(tx, m); err != nil {
+		if err := writeManifest(tx, m, false); err != nil {
 			cleanup()
 			return err
 		}
@@ -120,28 +145,40 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 	}
 	if tx != "" {
 		m.State = stateCommitting
-		if err := writeManifest(tx, m); err != nil {
+		if err := writeManifest(tx, m, true); err != nil {
 			cleanup()
 			return err
 		}
+		syncDir(journalDir) // the transaction directory's entry
 	}
+	var dirs []string // to sync once each, after all renames
 	for i := range entries {
 		e := &entries[i]
 		var rerr error
-		if writes[i].Content == nil {
+		if hook != nil {
+			rerr = hook(i, false)
+		}
+		switch {
+		case rerr != nil:
+		case writes[i].Content == nil:
 			rerr = os.Remove(e.Path)
-		} else {
+		default:
 			rerr = os.Rename(e.Temp, e.Path)
 		}
-		if rerr == nil && afterRename != nil {
-			rerr = afterRename(i)
+		if rerr == nil && hook != nil {
+			rerr = hook(i, true)
 		}
 		if rerr != nil {
 			rb := rollback(tx, entries, backups)
 			cleanup()
 			return errors.Join(fmt.Errorf("writing %s: %w; all files were restored", e.Path, rerr), rb)
 		}
-		syncDir(filepath.Dir(e.Path))
+		if d := filepath.Dir(e.Path); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		syncDir(d)
 	}
 	for i, e := range entries {
 		if writes[i].Content == nil {
@@ -226,7 +263,8 @@ func prepare(ws *workspace, writes []Write) ([]journalEntry, [][]byte, [][]byte,
 	return entries, contents, backups, nil
 }
 
-// stage writes the backups and the temp files, all fsynced.
+// stage writes the backups and the temp files, all fsynced; the
+// transaction directory itself is synced with the committing manifest.
 func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes []Write) error {
 	for i := range entries {
 		e := &entries[i]
@@ -251,9 +289,6 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 		if err := writeSynced(e.Temp, contents[i], mode); err != nil {
 			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
 		}
-	}
-	if tx != "" {
-		syncDir(tx)
 	}
 	return nil
 }
@@ -304,20 +339,33 @@ func syncDir(dir string) {
 	}
 }
 
-func writeManifest(tx string, m *manifest) error {
+// writeManifest replaces tx's manifest (temp file and rename); durable
+// also syncs the manifest and tx, so that everything staged in tx is on
+// disk (see the protocol above for why the staging manifest need not be).
+func writeManifest(tx string, m *manifest, durable bool) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(tx, "manifest.json.tmp")
+	// Through a temp file even when not durable: a process killed while
+	// writing must not leave a half manifest that Recover cannot read.
+	path := filepath.Join(tx, "manifest.json")
+	tmp := path + ".tmp"
 	os.Remove(tmp)
-	if err := writeSynced(tmp, b, 0o600); err != nil {
+	if durable {
+		err = writeSynced(tmp, b, 0o600)
+	} else {
+		err = os.WriteFile(tmp, b, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		return fmt.Errorf("writing the journal: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(tx, "manifest.json")); err != nil {
-		return fmt.Errorf("writing the journal: %w", err)
+	if durable {
+		syncDir(tx)
 	}
-	syncDir(tx)
 	return nil
 }
 
@@ -329,8 +377,7 @@ func newTxDir(journalDir string) (string, error) {
 	if err := os.Mkdir(tx, 0o700); err != nil {
 		return "", fmt.Errorf("journal directory: %w", err)
 	}
-	syncDir(journalDir)
-	return tx, nil
+	return tx, nil // journalDir is synced with the committing manifest
 }
 
 func randomHex(n int) string {
@@ -437,7 +484,7 @@ func Recover(journalDir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading the journal: %w", err)
 	}
-	n := 0
+	n, removed := 0, false
 	var errs []error
 	for _, de := range ents {
 		if !de.IsDir() || !strings.HasPrefix(de.Name(), "tx-") {
@@ -447,6 +494,7 @@ func Recover(journalDir string) (int, error) {
 		b, err := os.ReadFile(filepath.Join(tx, "manifest.json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			os.RemoveAll(tx) // killed before the manifest: nothing was created
+			removed = true
 			continue
 		}
 		var m manifest
@@ -474,7 +522,10 @@ func Recover(journalDir string) (int, error) {
 			}
 		}
 		os.RemoveAll(tx)
+		removed = true
 	}
-	syncDir(journalDir)
+	if removed {
+		syncDir(journalDir) // an empty journal, the common case, costs no fsync
+	}
 	return n, errors.Join(errs...)
 }

@@ -55,8 +55,8 @@ func TestCommitRollsBackOnFailure(t *testing.T) {
 			root, journal := t.TempDir(), t.TempDir()
 			writes, before, _ := commitFixture(t, root)
 			boom := errors.New("injected")
-			err := commit(context.Background(), root, writes, journal, func(i int) error {
-				if i == fail {
+			err := commit(context.Background(), root, writes, journal, func(i int, renamed bool) error {
+				if renamed && i == fail {
 					return boom
 				}
 				return nil
@@ -112,7 +112,7 @@ func TestRecoverStagingJournal(t *testing.T) {
 	must(t, err)
 	temp := filepath.Join(root, ".a.txt.smith-dead")
 	must(t, os.WriteFile(temp, []byte("half"), 0o644))
-	must(t, writeManifest(tx, &manifest{Version: 1, State: stateStaging, Entries: []journalEntry{{Path: filepath.Join(root, "a.txt"), Temp: temp, Existed: true}}}))
+	must(t, writeManifest(tx, &manifest{Version: 1, State: stateStaging, Entries: []journalEntry{{Path: filepath.Join(root, "a.txt"), Temp: temp, Existed: true}}}, false))
 	n, err := Recover(journal)
 	if err != nil || n != 0 {
 		t.Fatalf("Recover = %d, %v; want 0 rolled back", n, err)
@@ -209,8 +209,8 @@ func TestKillHelper(t *testing.T) {
 	root := os.Getenv("DIFFAPPLY_ROOT")
 	writes, _, _ := commitFixture(t, root)
 	// commitFixture rewrites the same pre-images; the helper needs its writes.
-	err := commit(context.Background(), root, writes, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int) error {
-		if i == n {
+	err := commit(context.Background(), root, writes, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int, renamed bool) error {
+		if renamed && i == n {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
@@ -235,4 +235,83 @@ func assertFiles(t *testing.T, root string, want map[string]string) {
 			t.Errorf("missing file %s", k)
 		}
 	}
+}
+
+// TestKill9SingleWrite re-runs the test binary as a helper that commits one
+// write (no journal: the fast path) and SIGKILLs itself just before or just
+// after the rename (or removal): the file must hold exactly its old or its
+// new bytes, no journal may be left, and Recover has nothing to do.
+func TestKill9SingleWrite(t *testing.T) {
+	if os.Getenv("DIFFAPPLY_SINGLE_HELPER") != "" {
+		t.Skip("helper mode")
+	}
+	for _, tc := range []struct {
+		write   string // "modify" or "delete"
+		renamed bool
+		want    string // "" means gone
+	}{
+		{"modify", false, "a before\n"},
+		{"modify", true, "a after\n"},
+		{"delete", false, "a before\n"},
+		{"delete", true, ""},
+	} {
+		t.Run(fmt.Sprintf("%s killed renamed=%v", tc.write, tc.renamed), func(t *testing.T) {
+			root, journal := t.TempDir(), t.TempDir()
+			must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a before\n"), 0o640))
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSingleWriteHelper$")
+			cmd.Env = append(os.Environ(), "DIFFAPPLY_SINGLE_HELPER="+tc.write, "DIFFAPPLY_RENAMED="+strconv.FormatBool(tc.renamed),
+				"DIFFAPPLY_ROOT="+root, "DIFFAPPLY_JOURNAL="+journal)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("helper was not killed: %v\n%s", err, out)
+			}
+			got := snapshot(t, root)
+			g, ok := got["a.txt"]
+			if tc.want == "" && ok || tc.want != "" && g != tc.want {
+				t.Errorf("a.txt = %q (exists %v), want %q", g, ok, tc.want)
+			}
+			if ok {
+				fi, err := os.Stat(filepath.Join(root, "a.txt"))
+				must(t, err)
+				if fi.Mode().Perm() != 0o640 {
+					t.Errorf("mode %o, want 640 kept", fi.Mode().Perm())
+				}
+			}
+			// Killed before the rename, the temp file may stay; it never
+			// replaces the target.
+			for name := range got {
+				if name != "a.txt" && !(strings.HasPrefix(name, ".a.txt.smith-") && !tc.renamed) {
+					t.Errorf("unexpected file %s", name)
+				}
+			}
+			if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+				t.Errorf("a single write left a journal: %v", ents)
+			}
+			if n, err := Recover(journal); n != 0 || err != nil {
+				t.Errorf("Recover = %d, %v; want nothing to do", n, err)
+			}
+		})
+	}
+}
+
+// TestSingleWriteHelper is the helper process of TestKill9SingleWrite.
+func TestSingleWriteHelper(t *testing.T) {
+	op := os.Getenv("DIFFAPPLY_SINGLE_HELPER")
+	if op == "" {
+		t.Skip("only run as TestKill9SingleWrite's helper")
+	}
+	w := Write{Path: "a.txt", ExpectHash: Hash([]byte("a before\n"))}
+	if op == "modify" {
+		w.Content = []byte("a after\n")
+	}
+	killAt := os.Getenv("DIFFAPPLY_RENAMED") == "true"
+	err := commit(context.Background(), os.Getenv("DIFFAPPLY_ROOT"), []Write{w}, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int, renamed bool) error {
+		if renamed == killAt {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	})
+	t.Fatalf("commit returned %v instead of being killed", err)
 }
