@@ -110,10 +110,6 @@ type SSEReader struct {
 	pull func() (SSEEvent, error, bool)
 	stop func()
 	seq  iter.Seq2[sse.Event, error]
-
-	// undecoded leaves Data as go-sse gives it, for a caller that runs
-	// decodeUTF8 itself on another goroutine (watchedStream).
-	undecoded bool
 }
 
 // NewSSEReader returns a reader of the event stream r. maxEventSize bounds
@@ -163,39 +159,86 @@ func (r *SSEReader) All() iter.Seq2[SSEEvent, error] {
 		}
 		for ev, err := range r.seq {
 			if err != nil {
-				r.err = r.mapErr(err)
-				yield(SSEEvent{}, r.err)
+				yield(SSEEvent{}, r.end(err))
 				return
 			}
-			v, ok := r.t.popVerdict()
-			switch {
-			case !ok || v.keep:
-				r.t.lastID = ev.LastEventID
-			case v.blank:
-				// Ended by a blank line but without data (G1): the spec sets
-				// the last event ID string and fires nothing.
-				r.t.lastID = ev.LastEventID
+			out, ok := r.dispatch(ev)
+			if !ok {
 				continue
-			default:
-				continue // the unterminated block go-sse yields at EOF (G2)
 			}
-			out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: ev.LastEventID, Retry: v.retry}
-			if !r.undecoded {
-				out.Data = decodeUTF8(out.Data)
-			}
-			if out.Type == "" {
-				out.Type = "message"
-			}
+			out.Data = decodeUTF8(out.Data)
 			if !yield(out, nil) {
 				return
 			}
 		}
-		if r.t.cut {
-			r.err = &TruncatedError{}
+		if r.end(nil) != io.EOF {
 			yield(SSEEvent{}, r.err)
-			return
 		}
+	}
+}
+
+// dispatch applies the spec to one block go-sse yielded: the event to
+// dispatch, or false for a block the spec does not fire (its verdict
+// decided by the bytes the tracker scanned). Data is not decoded yet.
+func (r *SSEReader) dispatch(ev sse.Event) (SSEEvent, bool) {
+	v, ok := r.t.popVerdict()
+	switch {
+	case !ok || v.keep:
+		r.t.lastID = ev.LastEventID
+	case v.blank:
+		// Ended by a blank line but without data (G1): the spec sets the
+		// last event ID string and fires nothing.
+		r.t.lastID = ev.LastEventID
+		return SSEEvent{}, false
+	default:
+		return SSEEvent{}, false // the unterminated block go-sse yields at EOF (G2)
+	}
+	out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: ev.LastEventID, Retry: v.retry}
+	if out.Type == "" {
+		out.Type = "message"
+	}
+	return out, true
+}
+
+// end records and returns the error that ends the stream, given go-sse's
+// (nil when it ended without one): io.EOF for a clean end.
+func (r *SSEReader) end(err error) error {
+	switch {
+	case err != nil:
+		r.err = r.mapErr(err)
+	case r.t.cut:
+		r.err = &TruncatedError{}
+	default:
 		r.err = io.EOF
+	}
+	return r.err
+}
+
+// framed is the part of All that calls go-sse, for a caller that frames
+// on one goroutine and applies the spec on another (watchedStream): the
+// tracker then only keeps the bytes go-sse reads (takeScanned), and the
+// other goroutine scans them (scanned) before it calls dispatch and end.
+func (r *SSEReader) framed() iter.Seq2[sse.Event, error] {
+	r.t.deferred = true
+	return r.seq
+}
+
+// takeScanned returns the bytes go-sse read since the last call and
+// whether the body has ended; spare (emptied) collects the next ones.
+// Framing goroutine only.
+func (r *SSEReader) takeScanned(spare []byte) ([]byte, bool) {
+	b := r.t.pending
+	r.t.pending = spare[:0]
+	return b, r.t.eof
+}
+
+// scanned runs the tracker over bytes takeScanned returned, then, once the
+// body has ended, decides the fate of the tail. Spec goroutine only.
+func (r *SSEReader) scanned(b []byte, eof bool) {
+	r.t.scan(b)
+	if eof && !r.t.atEOFDone {
+		r.t.atEOFDone = true
+		r.t.atEOF()
 	}
 }
 
@@ -289,6 +332,12 @@ type tracker struct {
 	hasData bool // the spec will dispatch this block
 	retry   *int
 
+	// deferred: Read keeps the bytes in pending instead of scanning them,
+	// and leaves atEOF to the caller (see SSEReader.framed).
+	deferred  bool
+	pending   []byte
+	atEOFDone bool
+
 	verdicts []verdict
 	vhead    int
 	cut      bool
@@ -323,7 +372,7 @@ func (t *tracker) Read(p []byte) (int, error) {
 	if len(t.held) > 0 {
 		n := copy(p, t.held)
 		t.held = t.held[n:]
-		t.scan(p[:n])
+		t.took(p[:n])
 		return n, nil
 	}
 	var n int
@@ -331,13 +380,25 @@ func (t *tracker) Read(p []byte) (int, error) {
 	if err == nil {
 		n, err = t.r.Read(p)
 		t.n += int64(n)
-		t.scan(p[:n])
+		t.took(p[:n])
 	}
 	if err == io.EOF && !t.eof {
 		t.eof = true
-		t.atEOF()
+		if !t.deferred {
+			t.atEOF()
+		}
 	}
 	return n, err
+}
+
+// took handles bytes given to go-sse: scanned now, or kept for the caller
+// to scan on its own goroutine.
+func (t *tracker) took(p []byte) {
+	if t.deferred {
+		t.pending = append(t.pending, p...)
+		return
+	}
+	t.scan(p)
 }
 
 // readStart reads the first three bytes of the stream and drops them if

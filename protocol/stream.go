@@ -106,7 +106,6 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 		for _, ev := range evs {
 			t.Feed(ev, emit)
 		}
-		w.release(evs)
 		if t.Done() {
 			w.shorten(terminalGrace)
 		}

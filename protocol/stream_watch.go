@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"sync"
 	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 )
 
 // terminalGrace bounds how long ReadTurn waits, after the terminal event,
 // for the upstream to end the body.
 const terminalGrace = 2 * time.Second
 
-// watchedStream reads and frames a body on a goroutine of its own and hands
-// the SSE events to ReadTurn in batches.
+// watchedStream reads a body and frames it with go-sse on a goroutine of its
+// own, and hands go-sse's events to ReadTurn in batches.
 //
 // The goroutine lets a blocked Read be abandoned when ctx is cancelled or
 // when no byte arrived for the idle timeout. It replaces http.Client.Timeout,
@@ -22,19 +25,23 @@ const terminalGrace = 2 * time.Second
 // the events (its emit blocked) stops the reading without counting as
 // silence.
 //
-// Framing there too (go-sse and the spec compensations, most of the cost of
-// a turn) puts it and the mapping (adapter, turn state machine, emit) on two
-// cores. Batching keeps the hand-over cheap without delaying any event: the
-// batch is handed over before every Read of the body, so every event the
-// body delivered is with the consumer before the goroutine waits for more.
-// The goroutine runs at most watchBatches batches ahead of the consumer.
+// go-sse's framing is most of the cost of a turn; the rest of the SSE
+// reader (the tracker's scan of the same bytes, its verdicts, UTF-8
+// decoding) runs with the mapping (adapter, turn state machine, emit) on
+// the caller's goroutine, so that the two halves use two cores: each batch
+// carries the bytes go-sse read besides its events (SSEReader.framed).
+// Batching keeps the hand-over cheap without delaying any event: the batch
+// is handed over before every Read of the body, so every event the body
+// delivered is with the consumer before the goroutine waits for more. The
+// goroutine runs at most watchBatches batches ahead of the consumer.
 //
-// The consumer calls next, release, shorten and close; everything else
-// belongs to the goroutine.
+// The consumer calls next, shorten and close; run and bodyReader belong to
+// the goroutine.
 type watchedStream struct {
 	ctx     context.Context
-	out     chan eventBatch
-	free    chan []SSEEvent
+	sr      *SSEReader // framed: go-sse on the goroutine, the rest in next
+	out     chan *frameBatch
+	free    chan *frameBatch
 	quit    chan struct{}
 	once    sync.Once
 	clock   *idleClock
@@ -45,20 +52,26 @@ type watchedStream struct {
 	buf   []byte // the last bytes read from body
 	cur   []byte // what go-sse has not taken of buf yet
 	err   error  // the body's error, returned once cur is taken
-	batch []SSEEvent
+	batch *frameBatch
 	made  int // batches allocated so far (at most watchBatches)
+
+	// The consumer's.
+	evs []SSEEvent // what next returned last
 }
 
-// eventBatch is a run of events; err is set on the last batch only: io.EOF
-// after a clean end, else the SSEReader's error.
-type eventBatch struct {
-	evs []SSEEvent
-	err error
+// frameBatch is a run of go-sse's events with the bytes go-sse read before
+// yielding them (and maybe a few more).
+type frameBatch struct {
+	evs   []sse.Event
+	bytes []byte
+	eof   bool  // the body has ended: bytes are its last
+	last  bool  // go-sse is done; err is its error, nil at a clean end
+	err   error // go-sse's, unmapped
 }
 
 const (
 	watchBufSize = 64 << 10 // bytes asked of the body per Read
-	watchBatch   = 256      // events per batch at most
+	watchBatch   = 1024     // events per batch at most (a full buffer holds ~600 deltas)
 	watchBatches = 4        // batches in flight at most
 )
 
@@ -70,58 +83,61 @@ var errWatchClosed = errors.New("sse: stream reader closed")
 func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize int) *watchedStream {
 	w := &watchedStream{
 		ctx:     ctx,
-		out:     make(chan eventBatch, watchBatches),
-		free:    make(chan []SSEEvent, watchBatches),
+		out:     make(chan *frameBatch, watchBatches),
+		free:    make(chan *frameBatch, watchBatches),
 		quit:    make(chan struct{}),
 		stalled: make(chan struct{}),
 		body:    body,
 	}
 	w.clock = newIdleClock(idle, func() { close(w.stalled) })
+	w.sr = NewSSEReader(bodyReader{w}, maxEventSize)
+	frames := w.sr.framed()
 	w.newBatch()
-	sr := NewSSEReader(bodyReader{w}, maxEventSize)
-	sr.undecoded = true // next decodes, on the consumer's core
-	go w.run(sr)
+	go w.run(frames)
 	return w
 }
 
-func (w *watchedStream) run(sr *SSEReader) {
-	for ev, err := range sr.All() {
+func (w *watchedStream) run(frames iter.Seq2[sse.Event, error]) {
+	for ev, err := range frames {
 		if err != nil {
-			w.send(err)
+			w.send(err, true)
 			return
 		}
-		w.batch = append(w.batch, ev)
-		if len(w.batch) == watchBatch && !w.send(nil) {
+		w.batch.evs = append(w.batch.evs, ev)
+		if len(w.batch.evs) == watchBatch && !w.send(nil, false) {
 			return
 		}
 	}
-	w.send(io.EOF)
+	w.send(nil, true)
 }
 
-// send hands the current batch over and starts a new one (unless err ends
-// the stream). It reports false if the consumer has gone.
-func (w *watchedStream) send(err error) bool {
+// send hands the current batch over, with the bytes read so far, and
+// starts a new one unless it was the last. It reports false if the
+// consumer has gone.
+func (w *watchedStream) send(err error, last bool) bool {
+	b := w.batch
+	// The batch's old bytes, scanned by the consumer before it gave the
+	// batch back, collect the next ones.
+	b.bytes, b.eof = w.sr.takeScanned(b.bytes)
+	b.err, b.last = err, last
 	select {
-	case w.out <- eventBatch{w.batch, err}:
+	case w.out <- b:
 	case <-w.quit:
 		return false
 	}
 	w.batch = nil
-	if err != nil {
-		return true
-	}
-	return w.newBatch()
+	return last || w.newBatch()
 }
 
 func (w *watchedStream) newBatch() bool {
 	if w.made < watchBatches {
 		w.made++
-		w.batch = make([]SSEEvent, 0, watchBatch)
+		w.batch = &frameBatch{evs: make([]sse.Event, 0, 64)} // grows as needed, kept when reused
 		return true
 	}
 	select {
 	case b := <-w.free:
-		w.batch = b[:0]
+		w.batch = b
 		return true
 	case <-w.quit:
 		return false
@@ -140,7 +156,7 @@ func (r bodyReader) Read(p []byte) (int, error) {
 		if w.err != nil {
 			return 0, w.err
 		}
-		if len(w.batch) > 0 && !w.send(nil) {
+		if len(w.batch.evs) > 0 && !w.send(nil, false) {
 			return 0, errWatchClosed
 		}
 		select {
@@ -164,15 +180,16 @@ func (r bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next returns the next batch of events and, with the last one, why the
-// stream ended: io.EOF at a clean end, the SSEReader's error, ctx's error
-// or the idle timeout. A cancel wins over events not handed over yet;
-// events that arrived before a stall are delivered before it.
+// next returns the next events, decoded and checked against the spec, and,
+// after the last ones, why the stream ended: io.EOF at a clean end, the
+// SSEReader's error, ctx's error or the idle timeout. A cancel wins over
+// events not handed over yet; events that arrived before a stall are
+// delivered before it. The events are valid until the next call.
 func (w *watchedStream) next() ([]SSEEvent, error) {
 	if err := w.ctx.Err(); err != nil {
 		return nil, err
 	}
-	var b eventBatch
+	var b *frameBatch
 	select {
 	case b = <-w.out:
 	default:
@@ -184,22 +201,25 @@ func (w *watchedStream) next() ([]SSEEvent, error) {
 			return nil, readError(ErrIdleTimeout)
 		}
 	}
-	for i := range b.evs {
-		b.evs[i].Data = decodeUTF8(b.evs[i].Data)
+	w.sr.scanned(b.bytes, b.eof)
+	w.evs = w.evs[:0]
+	for _, ev := range b.evs {
+		if out, ok := w.sr.dispatch(ev); ok {
+			out.Data = decodeUTF8(out.Data)
+			w.evs = append(w.evs, out)
+		}
 	}
-	return b.evs, b.err
-}
-
-// release gives a batch returned by next back for reuse; its events must
-// not be used after.
-func (w *watchedStream) release(evs []SSEEvent) {
-	if evs == nil {
-		return
+	var err error
+	if b.last {
+		err = w.sr.end(b.err)
 	}
+	clear(b.evs) // go-sse's strings, now in w.evs or dropped
+	b.evs = b.evs[:0]
 	select {
-	case w.free <- evs:
+	case w.free <- b:
 	default:
 	}
+	return w.evs, err
 }
 
 // shorten lowers the idle timeout to d (used after the terminal event).

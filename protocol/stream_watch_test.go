@@ -44,6 +44,11 @@ func TestReadTurnMatchesDirectReading(t *testing.T) {
 		"afterDone":    long + v2(`"type": "chat", "content": "late"}`),
 		"undetected":   strings.Repeat("data: [1]\n\n", 300),
 		"unterminated": long[:len(long)-1],
+		"bom":          "\xEF\xBB\xBF" + long,
+		"twoBOMs":      "\xEF\xBB\xBF\xEF\xBB\xBF" + long,
+		"idOnly":       strings.Repeat("id: 7\r\n\r\nevent: x\n\n: c\n"+v2(`"type": "chat", "content": "x"}`), 400),
+		"crOnly":       strings.ReplaceAll(long, "\r\n", "\r"),
+		"tailNoBlank":  long + "data: {}\n",
 	} {
 		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1, MaxEventSize: 4096}
 		wantEvs, wantSum := readDirect(in, opts)
