@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"unsafe"
 )
 
 // Options tune Plan. The zero value detects the path prefix, uses the
@@ -297,7 +298,14 @@ func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
 		f.BeforeHash = Hash(before)
 	}
 	f.checkExistence(fd, exists)
-	f.lines = splitLines(before)
+	text := string(before)
+	if opts.ReadFile == nil {
+		// os.ReadFile's buffer is ours alone and, as File.Before, never
+		// written again (a Patch is read-only): the lines view it rather
+		// than a copy of every file.
+		text = unsafe.String(unsafe.SliceData(before), len(before))
+	}
+	f.lines = splitLines(text)
 	f.conv = f.lines.convention()
 	m := &matcher{l: f.lines}
 	for i, h := range fd.hunks {

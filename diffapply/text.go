@@ -34,8 +34,7 @@ func (e eol) String() string {
 	return ""
 }
 
-func splitLines(b []byte) lines {
-	s := string(b)
+func splitLines(s string) lines {
 	n := strings.Count(s, "\n") + 1
 	l := lines{text: make([]string, 0, n), eol: make([]eol, 0, n)}
 	for s != "" {
