@@ -88,7 +88,8 @@ type ChangeSummary struct {
 // most terminalGrace of silence), so that events the upstream sends after
 // it are reported as violations before the turnEnd.
 //
-// ReadTurn does not close body. A goroutine reads body; if ReadTurn
+// ReadTurn does not close body. A goroutine reads body (and frames it with
+// go-sse, while the calling goroutine maps: two cores); if ReadTurn
 // returns while that goroutine is blocked in Read (cancel, idle timeout),
 // it exits when the caller closes body — closing an http.Response body
 // unblocks it.

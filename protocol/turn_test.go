@@ -228,8 +228,14 @@ func FuzzNormalizer(f *testing.F) {
 	dialects := []Dialect{DialectAuto, DialectAgentSmithy, DialectRAG, DialectTextbook, DialectLifecycle, DialectOracle}
 	f.Fuzz(func(t *testing.T, in string, d uint8) {
 		var evs []Event
-		sum := ReadTurn(context.Background(), strings.NewReader(in), StreamOptions{TurnID: "t1", IdleTimeout: -1, Dialect: dialects[int(d)%len(dialects)]}, record(&evs))
+		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1, Dialect: dialects[int(d)%len(dialects)]}
+		sum := ReadTurn(context.Background(), strings.NewReader(in), opts, record(&evs))
 		checkTurnInvariants(t, evs)
+		// ReadTurn splits the reader over two goroutines: it must give what
+		// the reader driven directly gives.
+		if devs, dsum := readDirect(in, opts); !cmp.Equal(devs, evs) || !cmp.Equal(dsum, sum) {
+			t.Fatalf("ReadTurn differs from the reader driven directly: events %s\nsummary %s", cmp.Diff(devs, evs), cmp.Diff(dsum, sum))
+		}
 		if sum.Outcome == "" || evs[len(evs)-1].TurnEnd.Outcome != sum.Outcome {
 			t.Fatalf("summary outcome %q", sum.Outcome)
 		}
