@@ -3,6 +3,7 @@ package diffapply
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -236,28 +237,16 @@ func unquote(s string) (string, error) {
 // when no body holds a "---"/"+++" pair go-diff would take for a file
 // header (D9), else one hunk at a time.
 func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
-	size := 0
-	for _, rh := range rhs {
-		size += 40 + len(rh.section)
-		for _, l := range rh.body {
-			size += len(l) + 1
-		}
-	}
-	b := make([]byte, 0, size) // go-diff wants []byte: build it directly, no copy
 	risky := false
 	for _, rh := range rhs {
-		b = appendHunkHeader(b, rh.oldStart, rh.oldCount, rh.newStart, rh.newCount, rh.section)
-		b = append(b, '\n')
 		for i, l := range rh.body {
-			b = append(b, l...)
-			b = append(b, '\n')
 			if strings.HasPrefix(l, "---") && i+1 < len(rh.body) && strings.HasPrefix(rh.body[i+1], "+++") {
 				risky = true
 			}
 		}
 	}
 	if !risky {
-		gh, err := diff.ParseHunksOptions(b, diff.ParseOptions{KeepCR: true})
+		gh, err := diff.NewHunksReaderOptions(&hunkText{hunks: rhs}, diff.ParseOptions{KeepCR: true}).ReadAllHunks()
 		if err == nil && len(gh) == len(rhs) {
 			out := make([]*hunk, len(rhs))
 			for i, g := range gh {
@@ -286,6 +275,61 @@ func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
 		}
 	}
 	return out, nil
+}
+
+// hunkText reads scanned hunks as the text go-diff parses: each header
+// (numbers from the recount) and body line followed by "\n". Streaming
+// them spares joining all hunks of a file into one more copy of the diff.
+type hunkText struct {
+	hunks   []*rawHunk
+	line    int    // next line of hunks[0]: 0 is its header, i is body[i-1]
+	header  []byte // what is left of the header line being read, "\n" included
+	rest    string // what is left of the body line being read
+	nl      bool   // rest is still to be followed by "\n"
+	scratch []byte
+}
+
+func (t *hunkText) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		switch {
+		case len(t.header) > 0:
+			k := copy(p[n:], t.header)
+			t.header, n = t.header[k:], n+k
+		case t.rest != "":
+			k := copy(p[n:], t.rest)
+			t.rest, n = t.rest[k:], n+k
+		case t.nl:
+			p[n], t.nl, n = '\n', false, n+1
+		case !t.next():
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// next loads the next line; false at the end.
+func (t *hunkText) next() bool {
+	for len(t.hunks) > 0 {
+		h := t.hunks[0]
+		switch {
+		case t.line == 0:
+			t.scratch = appendHunkHeader(t.scratch[:0], h.oldStart, h.oldCount, h.newStart, h.newCount, h.section)
+			t.scratch = append(t.scratch, '\n')
+			t.header = t.scratch
+		case t.line <= len(h.body):
+			t.rest, t.nl = h.body[t.line-1], true
+		default:
+			t.hunks, t.line = t.hunks[1:], 0
+			continue
+		}
+		t.line++
+		return true
+	}
+	return false
 }
 
 // convertHunk turns go-diff's hunk into ours.

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
@@ -173,5 +175,29 @@ func TestScanInPiecesEqualsWhole(t *testing.T) {
 				t.Fatalf("in pieces of %d (-whole +pieces):\n%s\n%s", piece, diff, d)
 			}
 		}
+	}
+}
+
+// TestHunkText checks the stream go-diff reads against the text it
+// stands for, read whole and a byte at a time.
+func TestHunkText(t *testing.T) {
+	sc, err := scan([]byte("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@ func f() {\n a\n-b\n+B\n\n@@ -10 +10 @@\n-x\n+y\n@@ ... @@\n c\n-d\n+e\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hunks := sc.files[0].hunks
+	var want strings.Builder
+	for _, h := range hunks {
+		want.WriteString(h.goDiffHeader() + "\n")
+		for _, l := range h.body {
+			want.WriteString(l + "\n")
+		}
+	}
+	if err := iotest.TestReader(&hunkText{hunks: hunks}, []byte(want.String())); err != nil {
+		t.Error(err)
+	}
+	got, err := io.ReadAll(iotest.OneByteReader(&hunkText{hunks: hunks}))
+	if err != nil || string(got) != want.String() {
+		t.Errorf("read a byte at a time: %q, %v; want %q", got, err, want.String())
 	}
 }
