@@ -102,11 +102,9 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 	w := watch(ctx, body, idle, opts.MaxEventSize)
 	defer w.close()
 	var cause error
+	feed := func(ev SSEEvent) { t.Feed(ev, emit) }
 	for {
-		evs, err := w.next()
-		for _, ev := range evs {
-			t.Feed(ev, emit)
-		}
+		err := w.next(feed)
 		if t.Done() {
 			w.shorten(terminalGrace)
 		}

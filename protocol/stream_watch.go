@@ -54,9 +54,6 @@ type watchedStream struct {
 	err   error  // the body's error, returned once cur is taken
 	batch *frameBatch
 	made  int // batches allocated so far (at most watchBatches)
-
-	// The consumer's.
-	evs []SSEEvent // what next returned last
 }
 
 // frameBatch is a run of go-sse's events with the bytes go-sse read before
@@ -180,14 +177,14 @@ func (r bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next returns the next events, decoded and checked against the spec, and,
-// after the last ones, why the stream ended: io.EOF at a clean end, the
-// SSEReader's error, ctx's error or the idle timeout. A cancel wins over
-// events not handed over yet; events that arrived before a stall are
-// delivered before it. The events are valid until the next call.
-func (w *watchedStream) next() ([]SSEEvent, error) {
+// next passes the events of the next batch, decoded and checked against
+// the spec, to feed, and, after the last ones, returns why the stream
+// ended: io.EOF at a clean end, the SSEReader's error, ctx's error or the
+// idle timeout. A cancel wins over events not handed over yet; events that
+// arrived before a stall are delivered before it.
+func (w *watchedStream) next(feed func(SSEEvent)) error {
 	if err := w.ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	var b *frameBatch
 	select {
@@ -196,30 +193,29 @@ func (w *watchedStream) next() ([]SSEEvent, error) {
 		select {
 		case b = <-w.out:
 		case <-w.ctx.Done():
-			return nil, w.ctx.Err()
+			return w.ctx.Err()
 		case <-w.stalled:
-			return nil, readError(ErrIdleTimeout)
+			return readError(ErrIdleTimeout)
 		}
 	}
 	w.sr.scanned(b.bytes, b.eof)
-	w.evs = w.evs[:0]
 	for _, ev := range b.evs {
 		if out, ok := w.sr.dispatch(ev); ok {
 			out.Data = decodeUTF8(out.Data)
-			w.evs = append(w.evs, out)
+			feed(out)
 		}
 	}
 	var err error
 	if b.last {
 		err = w.sr.end(b.err)
 	}
-	clear(b.evs) // go-sse's strings, now in w.evs or dropped
+	clear(b.evs) // go-sse's strings: let the GC have them
 	b.evs = b.evs[:0]
 	select {
 	case w.free <- b:
 	default:
 	}
-	return w.evs, err
+	return err
 }
 
 // shorten lowers the idle timeout to d (used after the terminal event).
