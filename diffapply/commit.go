@@ -173,8 +173,12 @@ func commit(ctx context.Context, root string, writes []Write, journalDir string,
 			cleanup()
 			return errors.Join(fmt.Errorf("writing %s: %w; all files were restored", e.Path, rerr), rb)
 		}
-		if d := filepath.Dir(e.Path); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
+		// The target's directory, and the parents of directories this
+		// commit created (else a new file could vanish with its directory).
+		for _, d := range append([]string{e.Path}, e.Dirs...) {
+			if d = filepath.Dir(d); !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
 		}
 	}
 	for _, d := range dirs {
@@ -277,7 +281,7 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 		if e.Temp == "" {
 			continue
 		}
-		dirs, err := mkdirs(filepath.Dir(e.Path))
+		dirs, err := mkdirs(filepath.Dir(e.Path), 0o755)
 		if err != nil {
 			return err
 		}
@@ -293,8 +297,9 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 	return nil
 }
 
-// mkdirs creates dir and its missing parents, returning those it created.
-func mkdirs(dir string) ([]string, error) {
+// mkdirs creates dir and its missing parents with perm, returning those it
+// created, deepest first.
+func mkdirs(dir string, perm fs.FileMode) ([]string, error) {
 	var created []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
@@ -305,7 +310,7 @@ func mkdirs(dir string) ([]string, error) {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, perm); err != nil {
 		return nil, err
 	}
 	return created, nil
@@ -370,8 +375,14 @@ func writeManifest(tx string, m *manifest, durable bool) error {
 }
 
 func newTxDir(journalDir string) (string, error) {
-	if err := os.MkdirAll(journalDir, 0o700); err != nil {
+	created, err := mkdirs(journalDir, 0o700)
+	if err != nil {
 		return "", fmt.Errorf("journal directory: %w", err)
+	}
+	// A journal directory made just now must be reachable after an OS
+	// crash too; this happens once per journal directory, not per commit.
+	for _, d := range created {
+		syncDir(filepath.Dir(d))
 	}
 	tx := filepath.Join(journalDir, fmt.Sprintf("tx-%d-%s", time.Now().UnixNano(), randomHex(4)))
 	if err := os.Mkdir(tx, 0o700); err != nil {
