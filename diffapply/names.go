@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 )
 
 // This file turns the names in a diff into paths under the root: prefix
@@ -167,13 +168,52 @@ func detect(o, n string) [][2]string {
 type source struct {
 	ws       *workspace
 	readFile func(path string) ([]byte, bool, error)
+	seen     *pathCache // nil: ask the file system every time
+}
+
+// pathCache remembers, for one Plan, what resolving a path and looking
+// for its file found: detectStrip, names, the confinement check and the
+// read each ask about the same files, and every answer costs several
+// system calls. Plan takes the tree as it finds it (Commit resolves
+// again and checks hashes before it writes), so the first answer stands.
+// Safe for concurrent use.
+type pathCache struct {
+	mu       sync.Mutex
+	resolved map[string]resolvedPath
+	exists   map[string]bool
+}
+
+type resolvedPath struct {
+	abs string
+	err error
+}
+
+func newPathCache() *pathCache {
+	return &pathCache{resolved: map[string]resolvedPath{}, exists: map[string]bool{}}
+}
+
+// resolve is workspace.resolve, remembered.
+func (s source) resolve(rel string) (string, error) {
+	if s.seen == nil {
+		return s.ws.resolve(rel)
+	}
+	s.seen.mu.Lock()
+	r, ok := s.seen.resolved[rel]
+	s.seen.mu.Unlock()
+	if !ok {
+		r.abs, r.err = s.ws.resolve(rel)
+		s.seen.mu.Lock()
+		s.seen.resolved[rel] = r
+		s.seen.mu.Unlock()
+	}
+	return r.abs, r.err
 }
 
 func (s source) read(rel string) ([]byte, bool, error) {
 	if s.readFile != nil {
 		return s.readFile(rel)
 	}
-	abs, err := s.ws.resolve(rel)
+	abs, err := s.resolve(rel)
 	if err != nil {
 		return nil, false, err
 	}
@@ -190,11 +230,23 @@ func (s source) exists(rel string) bool {
 		return false
 	}
 	if s.readFile == nil {
-		abs, err := s.ws.resolve(rel)
-		if err != nil {
-			return false
+		if s.seen != nil {
+			s.seen.mu.Lock()
+			ok, known := s.seen.exists[rel]
+			s.seen.mu.Unlock()
+			if known {
+				return ok
+			}
 		}
-		_, err = os.Stat(abs)
+		abs, err := s.resolve(rel)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if s.seen != nil {
+			s.seen.mu.Lock()
+			s.seen.exists[rel] = err == nil
+			s.seen.mu.Unlock()
+		}
 		return err == nil
 	}
 	_, ok, err := s.readFile(rel)

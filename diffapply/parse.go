@@ -31,8 +31,8 @@ type hunk struct {
 	section            string
 	lines              []hunkLine
 	body               string // the lines as Hunk.Body prints them, when go-diff gave exactly that; else ""
-	oldNoNL, newNoNL   bool // "\ No newline at end of file" on that side
-	line               int  // line of the @@ header in the diff
+	oldNoNL, newNoNL   bool   // "\ No newline at end of file" on that side
+	line               int    // line of the @@ header in the diff
 }
 
 // fileDiff is one parsed file of a diff.

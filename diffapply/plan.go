@@ -201,8 +201,9 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
 	}
 	p := &Patch{Root: ws.root, Repairs: sc.repairs}
+	paths := newPathCache()
 	if opts.Strip == 0 && opts.Target == "" {
-		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile}); k > 0 {
+		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths}); k > 0 {
 			opts.Strip = k
 			p.Repairs = append(p.Repairs, fmt.Sprintf("names like %s only match files with %d leading components removed; applied as -p%d", example, k, k))
 		}
@@ -213,7 +214,7 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		if opts.Reverse {
 			fds[i].reverse()
 		}
-		planned[i], errs[i] = planFile(ws, fds[i], opts)
+		planned[i], errs[i] = planFile(source{ws: ws, readFile: opts.ReadFile, seen: paths}, fds[i], opts)
 	}
 	if opts.ReadFile != nil || opts.Select != nil {
 		// Callbacks are documented to run on Plan's goroutine.
@@ -253,8 +254,8 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 }
 
 // planFile resolves, reads and matches one file; nil when not selected.
-func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
-	src := source{ws: ws, readFile: opts.ReadFile}
+func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
+	ws := src.ws
 	read, exists := src.read, src.exists
 	oldRel, newRel, err := names(ws, fd, opts, exists)
 	if err != nil {
@@ -277,7 +278,7 @@ func planFile(ws *workspace, fd *fileDiff, opts Options) (*File, error) {
 	// Confinement applies to every path we touch, whoever supplies the text.
 	for i, r := range []string{oldRel, newRel} {
 		if r != "" && (i == 0 || r != oldRel) {
-			if _, err := ws.resolve(r); err != nil {
+			if _, err := src.resolve(r); err != nil {
 				return nil, err
 			}
 		}
