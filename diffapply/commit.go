@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,7 +50,8 @@ type Write struct {
 // step 4 is: the backups, the temp files (else a renamed target could come
 // back empty), the "committing" manifest, and the directory entries that
 // lead to them (the transaction directory in journalDir, the manifest and
-// backups in it). The "staging" manifest is not synced: losing it in an OS
+// backups in it). The backups and temp files are fsynced concurrently,
+// all before the committing manifest. The "staging" manifest is not synced: losing it in an OS
 // crash leaves at worst stray temp files, never a changed target. So the
 // directory entries are synced once, after the committing manifest, not
 // after each file. The targets' directories are synced once each, after
@@ -269,14 +271,26 @@ func prepare(ws *workspace, writes []Write) ([]journalEntry, [][]byte, [][]byte,
 
 // stage writes the backups and the temp files, all fsynced; the
 // transaction directory itself is synced with the committing manifest.
+// The files are written first and fsynced together, concurrently: each
+// fsync waits for the file system's journal to commit, and concurrent
+// ones share a commit. Nothing is renamed before all of them returned.
 func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes []Write) error {
+	var open []*os.File
+	var what []string // for errors: what each open file is
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
 	for i := range entries {
 		e := &entries[i]
 		if tx != "" && e.Existed {
 			e.Backup = fmt.Sprintf("backup-%d", i)
-			if err := writeSynced(filepath.Join(tx, e.Backup), backups[i], 0o600); err != nil {
+			f, err := writeFile(filepath.Join(tx, e.Backup), backups[i], 0o600)
+			if err != nil {
 				return fmt.Errorf("journal backup of %s: %w", e.Path, err)
 			}
+			open, what = append(open, f), append(what, "journal backup of "+e.Path)
 		}
 		if e.Temp == "" {
 			continue
@@ -290,11 +304,23 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 		if mode == 0 {
 			mode = e.Mode
 		}
-		if err := writeSynced(e.Temp, contents[i], mode); err != nil {
+		f, err := writeFile(e.Temp, contents[i], mode)
+		if err != nil {
 			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
 		}
+		open, what = append(open, f), append(what, "writing a temp file for "+e.Path)
 	}
-	return nil
+	errs := make([]error, len(open))
+	var wg sync.WaitGroup
+	for i, f := range open {
+		wg.Go(func() {
+			if err := f.Sync(); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", what[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // mkdirs creates dir and its missing parents with perm, returning those it
@@ -317,17 +343,11 @@ func mkdirs(dir string, perm fs.FileMode) ([]string, error) {
 }
 
 func writeSynced(path string, b []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := writeFile(path, b, mode)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(mode) // the umask must not change the file's mode
-	}
-	if err == nil {
-		err = f.Sync()
-	}
+	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -335,6 +355,25 @@ func writeSynced(path string, b []byte, mode fs.FileMode) error {
 		os.Remove(path)
 	}
 	return err
+}
+
+// writeFile creates path (which must not exist) with b and mode, and
+// returns it open and not yet synced; on error nothing is left behind.
+func writeFile(path string, b []byte, mode fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(mode) // the umask must not change the file's mode
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
 }
 
 func syncDir(dir string) {
