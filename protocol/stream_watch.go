@@ -209,7 +209,9 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 	if b.last {
 		err = w.sr.end(b.err)
 	}
-	clear(b.evs) // go-sse's strings: let the GC have them
+	// Not cleared: the goroutine overwrites the events (a batch keeps at
+	// most watchBatch of go-sse's strings alive until then), and clearing
+	// would pull the lines it writes next to this core.
 	b.evs = b.evs[:0]
 	select {
 	case w.free <- b:
