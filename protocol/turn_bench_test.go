@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 )
 
 // cpuTime is the process's user + system CPU time so far.
@@ -85,6 +87,24 @@ func BenchmarkSSEReader(b *testing.B) {
 		ops++
 		r := NewSSEReader(bytes.NewReader(in), 0)
 		for _, err := range r.All() {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportCPU(b, start, ops, len(in))
+}
+
+// BenchmarkGoSSE is go-sse's bare sse.Read on the same stream: the floor
+// the framing goroutine of ReadTurn cannot go below.
+func BenchmarkGoSSE(b *testing.B) {
+	in := v2Stream(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	start, ops := cpuTime(b), 0
+	for b.Loop() {
+		ops++
+		for _, err := range sse.Read(bytes.NewReader(in), &sse.ReadConfig{MaxEventSize: DefaultMaxEventSize}) {
 			if err != nil {
 				b.Fatal(err)
 			}
