@@ -299,12 +299,14 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 		f.BeforeHash = Hash(before)
 	}
 	f.checkExistence(fd, exists)
-	text := string(before)
+	var text string
 	if opts.ReadFile == nil {
 		// os.ReadFile's buffer is ours alone and, as File.Before, never
 		// written again (a Patch is read-only): the lines view it rather
 		// than a copy of every file.
 		text = unsafe.String(unsafe.SliceData(before), len(before))
+	} else {
+		text = string(before) // the caller's buffer: it may change after Plan
 	}
 	f.lines = splitLines(text)
 	f.conv = f.lines.convention()
