@@ -344,13 +344,16 @@ func (m *matcher) nearest(j *job, strict bool) *Conflict {
 	if j.h.numbered {
 		stated = j.h.oldStart - 1
 	}
-	best, bestV := -1, 0
+	// Most votes wins; a tie goes to the place nearer the stated line, then
+	// to the earlier one, so the message does not depend on map order. A
+	// best place may be negative (the hunk would start before line 1).
+	found, best, bestV := false, 0, 0
 	for at, v := range votes {
-		if v > bestV || v == bestV && dist(at, stated) < dist(best, stated) {
-			best, bestV = at, v
+		if !found || v > bestV || v == bestV && nearer(at, best, stated) {
+			found, best, bestV = true, at, v
 		}
 	}
-	if best < 0 {
+	if !found {
 		c.Reason += ": none of the hunk's old lines occur in the file"
 		return c
 	}
@@ -380,6 +383,15 @@ lines:
 		}
 	}
 	return c
+}
+
+// nearer reports whether a is nearer than b to the stated line (the
+// earlier one when they are as near).
+func nearer(a, b, stated int) bool {
+	if da, db := dist(a, stated), dist(b, stated); da != db {
+		return da < db
+	}
+	return a < b
 }
 
 func dist(a, b int) int {
