@@ -156,20 +156,24 @@ func (r bodyReader) Read(p []byte) (int, error) {
 		if len(w.batch.evs) > 0 && !w.send(nil, false) {
 			return 0, errWatchClosed
 		}
-		select {
-		case <-w.quit:
-			return 0, errWatchClosed
-		default:
-		}
 		if w.buf == nil {
 			w.buf = make([]byte, watchBufSize)
 		}
-		w.clock.wait()
-		n, err := w.body.Read(w.buf)
-		w.clock.done(n > 0)
-		w.cur, w.err = w.buf[:n], err
-		if n == 0 {
-			return 0, err
+		// A body may return no byte and no error; go-sse's scanner would
+		// give up after a hundred of those, so read again.
+		for len(w.cur) == 0 && w.err == nil {
+			select {
+			case <-w.quit:
+				return 0, errWatchClosed
+			default:
+			}
+			w.clock.wait()
+			n, err := w.body.Read(w.buf)
+			w.clock.done(n > 0)
+			w.cur, w.err = w.buf[:n], err
+		}
+		if len(w.cur) == 0 {
+			return 0, w.err
 		}
 	}
 	n := copy(p, w.cur)

@@ -69,3 +69,31 @@ func TestReadTurnMatchesDirectReading(t *testing.T) {
 		}
 	}
 }
+
+// emptyReads returns (0, nil) many times before each byte: legal for an
+// io.Reader, and no reason for go-sse's scanner to give up.
+type emptyReads struct {
+	s string
+	k int
+}
+
+func (r *emptyReads) Read(p []byte) (int, error) {
+	if r.k++; r.k%150 != 0 {
+		return 0, nil
+	}
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:1], r.s)
+	r.s = r.s[n:]
+	return n, nil
+}
+
+func TestReadTurnEmptyReads(t *testing.T) {
+	in := v2(`"type": "chat", "content": "x"}`) + v2(`"type": "done"}`)
+	var evs []Event
+	sum := ReadTurn(context.Background(), &emptyReads{s: in}, StreamOptions{TurnID: "t1", IdleTimeout: -1}, record(&evs))
+	if sum.Outcome != OutcomeCompleted || sum.Text != "x" {
+		t.Fatalf("outcome %s (%s), text %q; want completed with x", sum.Outcome, evs[len(evs)-1].TurnEnd.Reason, sum.Text)
+	}
+}
