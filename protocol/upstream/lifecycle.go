@@ -111,18 +111,25 @@ type (
 
 var lcFraming = framing{style: styleNode}
 
-// handleSessionStream is GET /api/chat/stream.
-func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
+// lifecycleRequest starts both lifecycle routes: 404 when the server speaks
+// another dialect, then the request's faults (a fault that answers the
+// request itself ends it here). ok is false when the request was answered.
+func (s *Server) lifecycleRequest(w http.ResponseWriter, r *http.Request) (faults []Fault, ok bool) {
 	if s.opts.Dialect != "lifecycle" {
 		writeJSON(w, http.StatusNotFound, detail("Not Found"))
-		return
+		return nil, false
 	}
 	faults, err := s.requestFaults(r)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, lcErrorBody{err.Error()})
-		return
+		return nil, false
 	}
-	if answerFault(w, faults) {
+	return faults, !answerFault(w, faults)
+}
+
+// handleSessionStream is GET /api/chat/stream.
+func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.lifecycleRequest(w, r); !ok {
 		return
 	}
 	if s.opts.Replay != nil {
@@ -162,16 +169,8 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 
 // handleSessionMessage is POST /api/chat/message.
 func (s *Server) handleSessionMessage(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Dialect != "lifecycle" {
-		writeJSON(w, http.StatusNotFound, detail("Not Found"))
-		return
-	}
-	faults, err := s.requestFaults(r)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, lcErrorBody{err.Error()})
-		return
-	}
-	if answerFault(w, faults) {
+	faults, ok := s.lifecycleRequest(w, r)
+	if !ok {
 		return
 	}
 	s.postMessage(w, r, faults)
