@@ -1,39 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 
+	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol/upstream"
 )
 
 // ptyScreen collects everything the program writes to its terminal.
-type ptyScreen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *ptyScreen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *ptyScreen) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+type ptyScreen struct{ editortest.SyncBuffer }
 
 // waitFor waits until the screen shows want n times in all.
 func (s *ptyScreen) waitFor(t *testing.T, want string, n int) {

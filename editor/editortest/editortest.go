@@ -47,7 +47,7 @@ type Editor struct {
 	conn    jsonrpc2.Conn
 	raw     *lockedWriter
 	proc    *exec.Cmd
-	errb    *syncBuffer   // the server's stderr (subprocess only)
+	errb    *SyncBuffer   // the server's stderr (subprocess only)
 	exited  chan struct{} // closed when proc has been waited for
 	exitErr error         // proc.Wait's result, once exited is closed
 
@@ -138,7 +138,7 @@ func Start(t testing.TB, bin string, args ...string) *Editor {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin, cmd.Stdout = inR, outW
-	errb := &syncBuffer{}
+	errb := &SyncBuffer{}
 	cmd.Stderr = errb
 	err = cmd.Start()
 	inR.Close()
@@ -559,19 +559,20 @@ func offset(text string, line, char int, enc string) (int, error) {
 	return 0, fmt.Errorf("character %d of line %d is not on a character boundary or past the line (%d units)", char, line, col)
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers
+// (a subprocess's output read while it runs).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
