@@ -503,16 +503,26 @@ type sessionStatus struct {
 	ChangedFiles   []changedFile `json:"changed_files"`
 }
 
-func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dialogFor(w, r)
-	if d == nil {
-		return
+// unapprovedLocked finds the request's dialog and the files changed since
+// its last approval, answering 404/500 itself when it cannot (ok false).
+// The caller holds s.mu.
+func (s *Server) unapprovedLocked(w http.ResponseWriter, r *http.Request) (d *dialog, changes []changedFile, ok bool) {
+	if d = s.dialogFor(w, r); d == nil {
+		return nil, nil, false
 	}
 	changes, err := s.store.changesSince(d.Approved)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, detail(err.Error()))
+		return nil, nil, false
+	}
+	return d, changes, true
+}
+
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, changes, ok := s.unapprovedLocked(w, r)
+	if !ok {
 		return
 	}
 	st := sessionStatus{ChangedFiles: changes, HasUnapproved: len(changes) > 0}
@@ -579,13 +589,8 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.dialogFor(w, r)
-	if d == nil {
-		return
-	}
-	changes, err := s.store.changesSince(d.Approved)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, detail(err.Error()))
+	d, changes, ok := s.unapprovedLocked(w, r)
+	if !ok {
 		return
 	}
 	approved, commits := d.Approved, 0
@@ -594,6 +599,7 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
 		if body.Message != nil && *body.Message != "" {
 			msg = *body.Message
 		}
+		var err error
 		if approved, err = s.checkpointLocked(d, msg); err != nil {
 			writeJSON(w, http.StatusInternalServerError, detail(err.Error()))
 			return
@@ -615,13 +621,8 @@ func (s *Server) handleApprove(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.dialogFor(w, r)
-	if d == nil {
-		return
-	}
-	changes, err := s.store.changesSince(d.Approved)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, detail(err.Error()))
+	d, changes, ok := s.unapprovedLocked(w, r)
+	if !ok {
 		return
 	}
 	var pre *string
