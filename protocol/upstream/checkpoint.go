@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -36,7 +35,12 @@ type manifest struct {
 	Files   map[string]string `json:"files"` // slash path -> blob SHA-1
 }
 
-var checkpointIDRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+// isCheckpointID reports whether id is a checkpoint id: 40 lowercase hex
+// digits (a SHA-1). A plain check, not a package-level regexp, so that no
+// smith command pays for compiling it at start-up.
+func isCheckpointID(id string) bool {
+	return len(id) == 40 && strings.Trim(id, "0123456789abcdef") == ""
+}
 
 // errNoCheckpoint is returned for an unknown or malformed checkpoint id.
 var errNoCheckpoint = errors.New("checkpoint not found")
@@ -90,7 +94,7 @@ func (s *checkpointStore) writeBlob(id string, b []byte) error {
 }
 
 func (s *checkpointStore) load(id string) (*manifest, error) {
-	if !checkpointIDRe.MatchString(id) {
+	if !isCheckpointID(id) {
 		return nil, fmt.Errorf("%q: %w", id, errNoCheckpoint)
 	}
 	data, err := os.ReadFile(s.dir("checkpoints", id+".json"))
