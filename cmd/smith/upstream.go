@@ -41,7 +41,6 @@ func newUpstreamCmd(s *IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upstream",
 		Short: "Run the embedded chat server (AgentSmithy-compatible) on loopback",
-		Long:  upstreamLong(),
 		Example: `  smith upstream --workspace .                 # AgentSmithy v2 on 127.0.0.1:8765
   smith upstream --addr 127.0.0.1:0 --protocol v0   # legacy server on a free port
   smith upstream --dialect lifecycle --delay 30ms
@@ -67,6 +66,12 @@ func newUpstreamCmd(s *IOStreams) *cobra.Command {
 	fl.StringVar(&f.chunkSizes, "chunk-sizes", "", "write sizes of the replay, cycled, e.g. 1,7,64 (flushed after each)")
 	fl.StringArrayVar(&f.headers, "header", nil, "response header of the replay, 'Key: Value' (repeatable)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject a fault into every chat request: NAME[=ARG] (repeatable; see above)")
+	// The long help lists every demo phrase and fault; build it only when help
+	// is shown, not on every start of every smith command.
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.Long = upstreamLong()
+		c.Parent().HelpFunc()(c, args)
+	})
 	return cmd
 }
 
