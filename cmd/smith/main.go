@@ -21,7 +21,7 @@ func main() {
 func run(args []string, s *IOStreams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := newRootCmd(s)
+	cmd := newRootCmdFor(s, args)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {

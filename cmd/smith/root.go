@@ -4,7 +4,72 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// subcommand is one of smith's commands by the name it is invoked with.
+type subcommand struct {
+	name  string
+	build func(*IOStreams) *cobra.Command
+}
+
+// subcommands lists smith's commands in help order (TestSubcommandNames keeps
+// each name equal to the command's Use).
+func subcommands() []subcommand {
+	return []subcommand{
+		{"version", newVersionCmd},
+		{"replay", newReplayCmd},
+		{"apply", newApplyCmd},
+		{"upstream", newUpstreamCmd},
+		{"serve", newServeCmd},
+		{"chat", newChatCmd},
+		{"dialogs", newDialogsCmd},
+		{"history", newHistoryCmd},
+		{"changes", newChangesCmd},
+		{"undo", newUndoCmd},
+		{"status", newStatusCmd},
+		{"config", newConfigCmd},
+		{"demo", newDemoCmd},
+	}
+}
+
+// newRootCmdFor returns the command tree that executing args needs: when
+// args start with the name of one of smith's commands, the root with only
+// that command, because building all of them (their flags and help texts)
+// is a fair part of a short command's run time (docs/benchmarks.md, "Where
+// smith's time goes"); otherwise (help, completion, a flag, a typo that
+// deserves a suggestion) the whole tree. What the command prints is the same
+// either way: a command's help and errors do not mention its siblings.
+func newRootCmdFor(s *IOStreams, args []string) *cobra.Command {
+	if len(args) > 0 {
+		for _, c := range subcommands() {
+			if c.name == args[0] {
+				root := newBareRootCmd(s)
+				root.AddCommand(c.build(s))
+				return root
+			}
+		}
+	}
+	return newRootCmd(s)
+}
+
+// newRootCmd returns the whole command tree, completion included.
 func newRootCmd(s *IOStreams) *cobra.Command {
+	root := newBareRootCmd(s)
+	for _, c := range subcommands() {
+		root.AddCommand(c.build(s))
+	}
+	// cobra adds `completion` itself; give it the example every command has.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Example = `  source <(smith completion bash)
+  smith completion zsh > "${fpath[1]}/_smith"
+  smith completion fish > ~/.config/fish/completions/smith.fish`
+		}
+	}
+	return root
+}
+
+// newBareRootCmd returns the root command without subcommands.
+func newBareRootCmd(s *IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "smith",
 		Short: "smith connects streaming chat agents to your editor and terminal",
@@ -24,29 +89,5 @@ Start with 'smith demo': it runs the whole thing offline on an example project.`
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(
-		newVersionCmd(s),
-		newReplayCmd(s),
-		newApplyCmd(s),
-		newUpstreamCmd(s),
-		newServeCmd(s),
-		newChatCmd(s),
-		newDialogsCmd(s),
-		newHistoryCmd(s),
-		newChangesCmd(s),
-		newUndoCmd(s),
-		newStatusCmd(s),
-		newConfigCmd(s),
-		newDemoCmd(s),
-	)
-	// cobra adds `completion` itself; give it the example every command has.
-	root.InitDefaultCompletionCmd()
-	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
-			c.Example = `  source <(smith completion bash)
-  smith completion zsh > "${fpath[1]}/_smith"
-  smith completion fish > ~/.config/fish/completions/smith.fish`
-		}
-	}
 	return root
 }
