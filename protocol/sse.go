@@ -182,18 +182,29 @@ func (r *SSEReader) All() iter.Seq2[SSEEvent, error] {
 // decided by the bytes the tracker scanned). Data is not decoded yet.
 func (r *SSEReader) dispatch(ev sse.Event) (SSEEvent, bool) {
 	v, ok := r.t.popVerdict()
+	return judge(ev, v, ok, &r.t.lastID)
+}
+
+// judge turns a block go-sse yielded and the tracker's verdict on it into
+// the event to dispatch, or false for a block the spec does not fire.
+// lastID is the stream's last event ID string, updated as the spec says.
+// ok is false only if the tracker saw no such block, which would be a bug:
+// the block is then dispatched as go-sse framed it.
+func judge(ev sse.Event, v verdict, ok bool, lastID *string) (SSEEvent, bool) {
 	switch {
-	case !ok || v.keep:
-		r.t.lastID = ev.LastEventID
+	case !ok:
+		*lastID = ev.LastEventID
+	case v.keep:
+		*lastID = v.id
 	case v.blank:
 		// Ended by a blank line but without data (G1): the spec sets the
 		// last event ID string and fires nothing.
-		r.t.lastID = ev.LastEventID
+		*lastID = v.id
 		return SSEEvent{}, false
 	default:
 		return SSEEvent{}, false // the unterminated block go-sse yields at EOF (G2)
 	}
-	out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: ev.LastEventID, Retry: v.retry}
+	out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: *lastID, Retry: v.retry}
 	if out.Type == "" {
 		out.Type = "message"
 	}
@@ -203,43 +214,28 @@ func (r *SSEReader) dispatch(ev sse.Event) (SSEEvent, bool) {
 // end records and returns the error that ends the stream, given go-sse's
 // (nil when it ended without one): io.EOF for a clean end.
 func (r *SSEReader) end(err error) error {
-	switch {
-	case err != nil:
-		r.err = r.mapErr(err)
-	case r.t.cut:
-		r.err = &TruncatedError{}
-	default:
-		r.err = io.EOF
-	}
+	r.err = endError(err, r.t.cut, r.t.inLine, r.max)
 	return r.err
 }
 
-// framed is the part of All that calls go-sse, for a caller that frames
-// on one goroutine and applies the spec on another (watchedStream): the
-// tracker then only keeps the bytes go-sse reads (takeScanned), and the
-// other goroutine scans them (scanned) before it calls dispatch and end.
-func (r *SSEReader) framed() iter.Seq2[sse.Event, error] {
-	r.t.deferred = true
-	return r.seq
-}
-
-// takeScanned returns the bytes go-sse read since the last call and
-// whether the body has ended; spare (emptied) collects the next ones.
-// Framing goroutine only.
-func (r *SSEReader) takeScanned(spare []byte) ([]byte, bool) {
-	b := r.t.pending
-	r.t.pending = spare[:0]
-	return b, r.t.eof
-}
-
-// scanned runs the tracker over bytes takeScanned returned, then, once the
-// body has ended, decides the fate of the tail. Spec goroutine only.
-func (r *SSEReader) scanned(b []byte, eof bool) {
-	r.t.scan(b)
-	if eof && !r.t.atEOFDone {
-		r.t.atEOFDone = true
-		r.t.atEOF()
+// endError is the error that ends a stream: go-sse's error goErr mapped to
+// this package's, else a *TruncatedError when the tracker found the tail cut,
+// else io.EOF. inLine says the body ended inside a line; max is the limit an
+// oversized event broke.
+func endError(goErr error, cut, inLine bool, max int) error {
+	switch {
+	case goErr == nil && cut:
+		return &TruncatedError{}
+	case goErr == nil:
+		return io.EOF
+	case errors.Is(goErr, bufio.ErrTooLong):
+		return &EventTooLargeError{Limit: max, Err: goErr}
+	case errors.Is(goErr, sse.ErrUnexpectedEOF):
+		return &TruncatedError{MidLine: true, Err: goErr}
+	case errors.Is(goErr, io.ErrUnexpectedEOF):
+		return &TruncatedError{MidLine: inLine, Err: goErr}
 	}
+	return readError(goErr)
 }
 
 // Err returns the error that ended the stream: nil while it is being read,
@@ -272,27 +268,16 @@ func (r *SSEReader) Close() {
 	}
 }
 
-func (r *SSEReader) mapErr(err error) error {
-	switch {
-	case errors.Is(err, bufio.ErrTooLong):
-		return &EventTooLargeError{Limit: r.max, Err: err}
-	case errors.Is(err, sse.ErrUnexpectedEOF):
-		return &TruncatedError{MidLine: true, Err: err}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &TruncatedError{MidLine: !r.t.lineStart(), Err: err}
-	}
-	return readError(err)
-}
-
 // readError wraps an error of the body (or of what reads it for the
 // reader: a cancel, the idle timeout).
 func readError(err error) error { return fmt.Errorf("sse: reading the stream: %w", err) }
 
 // verdict says, for one block go-sse will yield, what the spec does with it.
 type verdict struct {
-	keep  bool // dispatched: a data field was present
-	blank bool // ended by a blank line (false: go-sse's EOF dispatch, G2)
-	retry *int // reconnection time in effect at that blank line
+	keep  bool   // dispatched: a data field was present
+	blank bool   // ended by a blank line (false: go-sse's EOF dispatch, G2)
+	retry *int   // reconnection time in effect at that blank line
+	id    string // the last event ID buffer at that blank line
 }
 
 const (
@@ -332,11 +317,12 @@ type tracker struct {
 	hasData bool // the spec will dispatch this block
 	retry   *int
 
-	// deferred: Read keeps the bytes in pending instead of scanning them,
-	// and leaves atEOF to the caller (see SSEReader.framed).
-	deferred  bool
-	pending   []byte
-	atEOFDone bool
+	// The last event ID buffer, and the value of the id line being read.
+	// The tracker, not go-sse, keeps it: ReadTurn frames a stream with
+	// one go-sse parser per run of blocks, and a parser knows only the
+	// ids of its own run.
+	id    string
+	idVal []byte
 
 	verdicts []verdict
 	vhead    int
@@ -344,8 +330,6 @@ type tracker struct {
 	lastID   string
 	eof      bool
 }
-
-func (t *tracker) lineStart() bool { return !t.inLine }
 
 func (t *tracker) popVerdict() (verdict, bool) {
 	if t.vhead == len(t.verdicts) {
@@ -384,22 +368,13 @@ func (t *tracker) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF && !t.eof {
 		t.eof = true
-		if !t.deferred {
-			t.atEOF()
-		}
+		t.atEOF()
 	}
 	return n, err
 }
 
-// took handles bytes given to go-sse: scanned now, or kept for the caller
-// to scan on its own goroutine.
-func (t *tracker) took(p []byte) {
-	if t.deferred {
-		t.pending = append(t.pending, p...)
-		return
-	}
-	t.scan(p)
-}
+// took scans the bytes given to go-sse.
+func (t *tracker) took(p []byte) { t.scan(p) }
 
 // readStart reads the first three bytes of the stream and drops them if
 // they are a UTF-8 BOM (exactly one, only at byte 0, also when its bytes
@@ -437,14 +412,21 @@ func (t *tracker) atEOF() {
 	}
 }
 
-// scan follows the spec's line rules over p.
-func (t *tracker) scan(p []byte) {
+// scan follows the spec's line rules over p. It returns the offset in p
+// just past the last blank line, where a block ends and the next starts,
+// or -1 when p has none. When the blank line ends with CR and p ends
+// there, the LF that may follow is left to the next bytes.
+func (t *tracker) scan(p []byte) (cut int) {
+	cut = -1
 	lf, pos := -1, 0
 	for pos < len(p) {
 		if t.prevCR {
 			t.prevCR = false
 			if p[pos] == '\n' { // the LF of a CRLF, even across reads
 				pos++
+				if cut == pos-1 {
+					cut = pos
+				}
 				continue
 			}
 		}
@@ -461,12 +443,16 @@ func (t *tracker) scan(p []byte) {
 		}
 		t.partial(p[pos:end])
 		if end == len(p) {
-			return
+			return cut
+		}
+		if !t.inLine {
+			cut = end + 1
 		}
 		t.endLine()
 		t.prevCR = p[end] == '\r'
 		pos = end + 1
 	}
+	return cut
 }
 
 // partial takes bytes of the current line (no terminator).
@@ -476,6 +462,7 @@ func (t *tracker) partial(seg []byte) {
 	}
 	if !t.inLine {
 		t.inLine, t.nameLen, t.colon, t.kind, t.valLen, t.nul, t.digits, t.retryV, t.badNum = true, 0, false, fieldOther, 0, false, 0, 0, false
+		t.idVal = t.idVal[:0]
 	}
 	if !t.colon {
 		c := bytes.IndexByte(seg, ':')
@@ -499,6 +486,11 @@ func (t *tracker) partial(seg []byte) {
 		if bytes.IndexByte(seg, 0) >= 0 {
 			t.nul = true
 		}
+		if t.valLen == 0 && len(seg) > 0 && seg[0] == ' ' {
+			seg, t.valLen = seg[1:], 1 // the one space after the colon
+		}
+		t.valLen += len(seg)
+		t.idVal = append(t.idVal, seg...)
 	case fieldRetry:
 		for _, b := range seg {
 			t.valLen++
@@ -537,7 +529,7 @@ func (t *tracker) classify() int {
 func (t *tracker) endLine() {
 	if !t.inLine { // blank line: dispatch
 		if t.dirty {
-			t.verdicts = append(t.verdicts, verdict{keep: t.hasData, blank: true, retry: t.retry})
+			t.verdicts = append(t.verdicts, verdict{keep: t.hasData, blank: true, retry: t.retry, id: t.id})
 		}
 		t.dirty, t.hasData = false, false
 		return
@@ -554,6 +546,9 @@ func (t *tracker) endLine() {
 	case fieldID:
 		if !t.nul {
 			t.dirty = true
+			if string(t.idVal) != t.id {
+				t.id = string(t.idVal)
+			}
 		}
 	case fieldRetry:
 		if t.digits > 0 && !t.badNum {

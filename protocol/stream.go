@@ -88,11 +88,12 @@ type ChangeSummary struct {
 // most terminalGrace of silence), so that events the upstream sends after
 // it are reported as violations before the turnEnd.
 //
-// ReadTurn does not close body. A goroutine reads body (and frames it with
-// go-sse, while the calling goroutine maps: two cores); if ReadTurn
-// returns while that goroutine is blocked in Read (cancel, idle timeout),
-// it exits when the caller closes body — closing an http.Response body
-// unblocks it.
+// ReadTurn does not close body. A goroutine reads body and cuts it into
+// runs of whole events, which go-sse parsers frame on goroutines of their
+// own while the calling goroutine maps the earlier ones (all cores on a
+// fast stream; see watchedStream). If ReadTurn returns while that
+// goroutine is blocked in Read (cancel, idle timeout), it exits when the
+// caller closes body — closing an http.Response body unblocks it.
 func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func(Event)) *Summary {
 	t := NewTurn(opts)
 	idle := opts.IdleTimeout

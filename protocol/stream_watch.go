@@ -1,10 +1,12 @@
 package protocol
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
-	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,8 +17,8 @@ import (
 // for the upstream to end the body.
 const terminalGrace = 2 * time.Second
 
-// watchedStream reads a body and frames it with go-sse on a goroutine of its
-// own, and hands go-sse's events to ReadTurn in batches.
+// watchedStream reads a body on a goroutine of its own and hands it to
+// ReadTurn as segments: runs of whole SSE blocks, framed by go-sse.
 //
 // The goroutine lets a blocked Read be abandoned when ctx is cancelled or
 // when no byte arrived for the idle timeout. It replaces http.Client.Timeout,
@@ -25,200 +27,276 @@ const terminalGrace = 2 * time.Second
 // the events (its emit blocked) stops the reading without counting as
 // silence.
 //
-// go-sse's framing is most of the cost of a turn; the rest of the SSE
-// reader (the tracker's scan of the same bytes, its verdicts, UTF-8
-// decoding) runs with the mapping (adapter, turn state machine, emit) on
-// the caller's goroutine, so that the two halves use two cores: each batch
-// carries the bytes go-sse read besides its events (SSEReader.framed).
-// Batching keeps the hand-over cheap without delaying any event: the batch
-// is handed over before every Read of the body, so every event the body
-// delivered is with the consumer before the goroutine waits for more. The
-// goroutine runs at most watchBatches batches ahead of the consumer.
+// Why segments: go-sse frames a stream on one goroutine, byte by byte, and
+// on a fast stream its framing costs as much as everything else together
+// (JSON, the adapter, the turn state machine, emit). The goroutine scans
+// what it reads with the tracker (the spec's line rules, which the SSE
+// reader needs anyway for its compensations) and cuts the bytes after the
+// last blank line of each read: every block before the cut is complete, and
+// a block is all the state go-sse keeps from one event to the next (the last
+// event ID, which go-sse would lose at the cut, is the tracker's). A large
+// segment is framed by a go-sse parser on a goroutine of its own, so that
+// the framing of several segments and the mapping of earlier ones use all
+// cores; a small one (a stream trickling in) is framed by the consumer when
+// it takes it. The consumer takes segments in order, so events keep theirs.
 //
-// The consumer calls next, shorten and close; run and bodyReader belong to
-// the goroutine.
+// Every event the body delivered is in a segment before the goroutine reads
+// again, so nothing waits for more bytes to be framed. At most watchSegments
+// segments wait for the consumer.
+//
+// The consumer calls next, shorten and close; run belongs to the goroutine.
 type watchedStream struct {
 	ctx     context.Context
-	sr      *SSEReader // framed: go-sse on the goroutine, the rest in next
-	out     chan *frameBatch
-	free    chan *frameBatch
+	max     int // the event size limit
+	out     chan *segment
+	free    chan *segment
 	quit    chan struct{}
 	once    sync.Once
 	clock   *idleClock
 	stalled chan struct{} // closed when the idle clock fires
-
-	// The goroutine's.
-	body  io.Reader
-	buf   []byte // the last bytes read from body
-	cur   []byte // what go-sse has not taken of buf yet
-	err   error  // the body's error, returned once cur is taken
-	batch *frameBatch
-	made  int // batches allocated so far (at most watchBatches)
+	lastID  string        // the consumer's: the last event ID string
+	body    io.Reader     // the goroutine's
 }
 
-// frameBatch is a run of go-sse's events with the bytes go-sse read before
-// yielding them (and maybe a few more).
-type frameBatch struct {
+// segment is a run of whole blocks of the stream or, in the last segment,
+// the stream's tail; with the tracker's verdicts on its blocks, and, once
+// framed, go-sse's events.
+type segment struct {
+	bytes    []byte
+	verdicts []verdict // one per block go-sse yields from bytes, in order
+	// last: the body ended after bytes; end is how (io.EOF when cleanly),
+	// given to go-sse after the bytes, as the body gave it. cut and inLine
+	// are the tracker's view of the tail.
+	last        bool
+	end         error
+	cut, inLine bool
+	tooLarge    bool // bytes hold one unfinished block past the limit
+
+	async bool          // framed on a goroutine of its own: wait for done
+	done  chan struct{} // with async, closed once evs and err are set
 	evs   []sse.Event
-	bytes []byte
-	eof   bool  // the body has ended: bytes are its last
-	last  bool  // go-sse is done; err is its error, nil at a clean end
-	err   error // go-sse's, unmapped
+	err   error // go-sse's error, if it failed
 }
 
 const (
-	watchBufSize = 64 << 10 // bytes asked of the body per Read
-	watchBatch   = 1024     // events per batch at most (a full buffer holds ~600 deltas)
-	watchBatches = 4        // batches in flight at most
+	watchBufSize  = 64 << 10 // bytes asked of the body per Read
+	watchSegments = 4        // segments waiting for the consumer at most
+	// asyncMin is the size from which a segment is framed on a goroutine
+	// of its own; smaller ones are not worth the hand-over.
+	asyncMin = 16 << 10
 )
 
-// errWatchClosed stops the goroutine's framing once the consumer has gone;
-// nobody sees it.
+// errWatchClosed stops a Read once the consumer has gone; nobody sees it.
 var errWatchClosed = errors.New("sse: stream reader closed")
 
 // watch starts reading body. The caller must call close.
 func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize int) *watchedStream {
+	if maxEventSize <= 0 {
+		maxEventSize = DefaultMaxEventSize
+	}
 	w := &watchedStream{
 		ctx:     ctx,
-		out:     make(chan *frameBatch, watchBatches),
-		free:    make(chan *frameBatch, watchBatches),
+		max:     maxEventSize,
+		out:     make(chan *segment, watchSegments),
+		free:    make(chan *segment, watchSegments+2),
 		quit:    make(chan struct{}),
 		stalled: make(chan struct{}),
 		body:    body,
 	}
 	w.clock = newIdleClock(idle, func() { close(w.stalled) })
-	w.sr = NewSSEReader(bodyReader{w}, maxEventSize)
-	frames := w.sr.framed()
-	w.newBatch()
-	go w.run(frames)
+	go w.run()
 	return w
 }
 
-func (w *watchedStream) run(frames iter.Seq2[sse.Event, error]) {
-	for ev, err := range frames {
-		if err != nil {
-			w.send(err, true)
+// run reads the body, scans it and cuts it into segments, until the body
+// ends or the consumer has gone.
+func (w *watchedStream) run() {
+	var t tracker
+	s := w.segment(0)
+	started := false // the leading BOM has been dealt with
+	for {
+		select {
+		case <-w.quit:
 			return
+		default:
 		}
-		w.batch.evs = append(w.batch.evs, ev)
-		if len(w.batch.evs) == watchBatch && !w.send(nil, false) {
-			return
+		if cap(s.bytes)-len(s.bytes) < watchBufSize/2 {
+			s.bytes = slices.Grow(s.bytes, watchBufSize)
 		}
-	}
-	w.send(nil, true)
-}
-
-// send hands the current batch over, with the bytes read so far, and
-// starts a new one unless it was the last. It reports false if the
-// consumer has gone.
-func (w *watchedStream) send(err error, last bool) bool {
-	b := w.batch
-	// The batch's old bytes, scanned by the consumer before it gave the
-	// batch back, collect the next ones.
-	b.bytes, b.eof = w.sr.takeScanned(b.bytes)
-	b.err, b.last = err, last
-	select {
-	case w.out <- b:
-	case <-w.quit:
-		return false
-	}
-	w.batch = nil
-	return last || w.newBatch()
-}
-
-func (w *watchedStream) newBatch() bool {
-	if w.made < watchBatches {
-		w.made++
-		w.batch = &frameBatch{evs: make([]sse.Event, 0, 64)} // grows as needed, kept when reused
-		return true
-	}
-	select {
-	case b := <-w.free:
-		w.batch = b
-		return true
-	case <-w.quit:
-		return false
-	}
-}
-
-// bodyReader is what the goroutine's SSEReader reads: the body, through a
-// buffer, the batch handed over before each Read of the body. go-sse reads
-// only once it has yielded every event of the bytes it holds, so the batch
-// then holds all of them.
-type bodyReader struct{ w *watchedStream }
-
-func (r bodyReader) Read(p []byte) (int, error) {
-	w := r.w
-	if len(w.cur) == 0 {
-		if w.err != nil {
-			return 0, w.err
-		}
-		if len(w.batch.evs) > 0 && !w.send(nil, false) {
-			return 0, errWatchClosed
-		}
-		if w.buf == nil {
-			w.buf = make([]byte, watchBufSize)
-		}
-		// A body may return no byte and no error; go-sse's scanner would
-		// give up after a hundred of those, so read again.
-		for len(w.cur) == 0 && w.err == nil {
-			select {
-			case <-w.quit:
-				return 0, errWatchClosed
-			default:
+		w.clock.wait()
+		n, err := w.body.Read(s.bytes[len(s.bytes):cap(s.bytes)])
+		w.clock.done(n > 0)
+		from := len(s.bytes)
+		s.bytes = s.bytes[:from+n]
+		if !started {
+			// Exactly one BOM, at byte 0, also when its bytes come in
+			// separate reads.
+			const bom = "\xEF\xBB\xBF"
+			if err == nil && len(s.bytes) < len(bom) && string(s.bytes) == bom[:len(s.bytes)] {
+				continue
 			}
-			w.clock.wait()
-			n, err := w.body.Read(w.buf)
-			w.clock.done(n > 0)
-			w.cur, w.err = w.buf[:n], err
+			started, from = true, 0
+			if bytes.HasPrefix(s.bytes, []byte(bom)) {
+				s.bytes = s.bytes[:copy(s.bytes, s.bytes[len(bom):])]
+			}
 		}
-		if len(w.cur) == 0 {
-			return 0, w.err
+		cut := t.scan(s.bytes[from:])
+		switch {
+		case err != nil:
+			if err == io.EOF {
+				t.atEOF()
+			}
+			s.last, s.end, s.cut, s.inLine = true, err, t.cut, t.inLine
+			s.verdicts = append(s.verdicts, t.verdicts...)
+			w.send(s)
+			return
+		case cut >= 0:
+			next := w.segment(len(s.bytes) - from - cut)
+			next.bytes = append(next.bytes, s.bytes[from+cut:]...)
+			s.bytes = s.bytes[:from+cut]
+			s.verdicts = append(s.verdicts, t.verdicts...)
+			t.verdicts = t.verdicts[:0]
+			if !w.send(s) {
+				return
+			}
+			s = next
+		case len(s.bytes) > w.max+len(segmentPrefix):
+			// No blank line in more than the limit: go-sse would fail
+			// on it, having no event to give first.
+			s.tooLarge = true
+			w.send(s)
+			return
 		}
 	}
-	n := copy(p, w.cur)
-	w.cur = w.cur[n:]
+}
+
+// segment returns an empty segment with room for n bytes, reusing one the
+// consumer is done with if it can.
+func (w *watchedStream) segment(n int) *segment {
+	var s *segment
+	select {
+	case s = <-w.free:
+		s.bytes, s.verdicts, s.evs = s.bytes[:0], s.verdicts[:0], s.evs[:0]
+	default:
+		s = &segment{}
+	}
+	if cap(s.bytes) < n {
+		s.bytes = make([]byte, 0, n+watchBufSize)
+	}
+	return s
+}
+
+// send hands s to the consumer, framing started if it is large. It
+// reports false if the consumer has gone.
+func (w *watchedStream) send(s *segment) bool {
+	if len(s.bytes) >= asyncMin && !s.tooLarge {
+		s.async, s.done = true, make(chan struct{})
+		go func() {
+			s.frame(w.max)
+			close(s.done)
+		}()
+	}
+	select {
+	case w.out <- s:
+		return true
+	case <-w.quit:
+		return false
+	}
+}
+
+// segmentPrefix starts go-sse's input with a comment line, so that go-sse
+// never strips a BOM itself (G8): the reader strips exactly one, at byte 0
+// of the stream, and a segment starts in the middle of it.
+const segmentPrefix = ":\n"
+
+// frame runs go-sse over the segment.
+func (s *segment) frame(max int) {
+	end := s.end
+	if !s.last {
+		end = io.EOF
+	}
+	r := &segmentReader{b: s.bytes, end: end}
+	// The prefix counts towards go-sse's limit; the caller's max is the
+	// limit for an event.
+	for ev, err := range sse.Read(r, &sse.ReadConfig{MaxEventSize: max + len(segmentPrefix)}) {
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.evs = append(s.evs, ev)
+	}
+}
+
+// segmentReader gives go-sse a segment: the prefix, the bytes, then end.
+type segmentReader struct {
+	pre bool // the prefix has been read
+	b   []byte
+	end error
+}
+
+func (r *segmentReader) Read(p []byte) (int, error) {
+	if !r.pre {
+		r.pre = true
+		return copy(p, segmentPrefix), nil
+	}
+	if len(r.b) == 0 {
+		return 0, r.end
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
 	return n, nil
 }
 
-// next passes the events of the next batch, decoded and checked against
+// next passes the events of the next segment, decoded and checked against
 // the spec, to feed, and, after the last ones, returns why the stream
-// ended: io.EOF at a clean end, the SSEReader's error, ctx's error or the
-// idle timeout. A cancel wins over events not handed over yet; events that
-// arrived before a stall are delivered before it.
+// ended: io.EOF at a clean end, the reader's error (ErrStreamCut,
+// ErrEventTooLarge, the body's), ctx's error or the idle timeout. A cancel
+// wins over events not handed over yet; events that arrived before a stall
+// are delivered before it.
 func (w *watchedStream) next(feed func(SSEEvent)) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	var b *frameBatch
+	var s *segment
 	select {
-	case b = <-w.out:
+	case s = <-w.out:
 	default:
 		select {
-		case b = <-w.out:
+		case s = <-w.out:
 		case <-w.ctx.Done():
 			return w.ctx.Err()
 		case <-w.stalled:
 			return readError(ErrIdleTimeout)
 		}
 	}
-	w.sr.scanned(b.bytes, b.eof)
-	for _, ev := range b.evs {
-		if out, ok := w.sr.dispatch(ev); ok {
+	if s.tooLarge {
+		return &EventTooLargeError{Limit: w.max, Err: bufio.ErrTooLong}
+	}
+	if s.async {
+		<-s.done
+	} else {
+		s.frame(w.max)
+	}
+	for i, ev := range s.evs {
+		var v verdict
+		ok := i < len(s.verdicts)
+		if ok {
+			v = s.verdicts[i]
+		}
+		if out, keep := judge(ev, v, ok, &w.lastID); keep {
 			out.Data = decodeUTF8(out.Data)
 			feed(out)
 		}
 	}
 	var err error
-	if b.last {
-		err = w.sr.end(b.err)
+	if s.err != nil || s.last {
+		err = endError(s.err, s.cut, s.inLine, w.max)
 	}
-	// Not cleared: the goroutine overwrites the events (a batch keeps at
-	// most watchBatch of go-sse's strings alive until then), and clearing
-	// would pull the lines it writes next to this core.
-	b.evs = b.evs[:0]
+	// The events are not cleared: the next frame overwrites them (a
+	// segment keeps go-sse's strings alive until then).
+	s.async, s.done, s.err, s.last, s.end = false, nil, nil, false, nil
 	select {
-	case w.free <- b:
+	case w.free <- s:
 	default:
 	}
 	return err

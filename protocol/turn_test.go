@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -231,10 +232,17 @@ func FuzzNormalizer(f *testing.F) {
 		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1, Dialect: dialects[int(d)%len(dialects)]}
 		sum := ReadTurn(context.Background(), strings.NewReader(in), opts, record(&evs))
 		checkTurnInvariants(t, evs)
-		// ReadTurn splits the reader over two goroutines: it must give what
-		// the reader driven directly gives.
-		if devs, dsum := readDirect(in, opts); !cmp.Equal(devs, evs) || !cmp.Equal(dsum, sum) {
+		// ReadTurn cuts the body into segments framed by go-sse parsers of
+		// their own, where the reads end: whole or in small random reads,
+		// it must give what the reader driven directly gives.
+		devs, dsum := readDirect(in, opts)
+		if !cmp.Equal(devs, evs) || !cmp.Equal(dsum, sum) {
 			t.Fatalf("ReadTurn differs from the reader driven directly: events %s\nsummary %s", cmp.Diff(devs, evs), cmp.Diff(dsum, sum))
+		}
+		var cevs []Event
+		csum := ReadTurn(context.Background(), &randomChunks{s: in, rng: rand.New(rand.NewPCG(uint64(d), 5))}, opts, record(&cevs))
+		if !cmp.Equal(devs, cevs) || !cmp.Equal(dsum, csum) {
+			t.Fatalf("ReadTurn in small reads differs from the reader driven directly: events %s\nsummary %s", cmp.Diff(devs, cevs), cmp.Diff(dsum, csum))
 		}
 		if sum.Outcome == "" || evs[len(evs)-1].TurnEnd.Outcome != sum.Outcome {
 			t.Fatalf("summary outcome %q", sum.Outcome)
