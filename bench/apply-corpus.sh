@@ -30,7 +30,7 @@ case ",$tools," in
 	if [ -z "$smith" ]; then
 		smith=$bin/smith
 		# Without cgo the binary is static: no dynamic loader and libc at
-		# every start, about 1 ms less per process (docs/benchmarks.md).
+		# every start, 0.4-1 ms less per process (docs/benchmarks.md).
 		CGO_ENABLED=0 go build -o "$smith" ./cmd/smith
 	fi
 	;;

@@ -29,7 +29,7 @@ rm b.txt
 
 measure() {
 	perf stat -r "$runs" -e task-clock,page-faults "$@" 2>&1 >/dev/null |
-		awk -v cmd="$*" '
+		awk -v cmd="$(echo "$*" | sed "s|$bin/||")" '
 			/task-clock/ { cpu = $1 }
 			/page-faults/ { pf = $1 }
 			/seconds time elapsed/ { el = $1 * 1000 }
