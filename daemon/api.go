@@ -100,8 +100,14 @@ type ChatResult struct {
 	Changes  []string         `json:"changes"`
 	// TextTruncated: Text is only the first Config.MaxResultText bytes of
 	// the answer (the events carried all of it).
-	TextTruncated bool              `json:"textTruncated,omitzero"`
-	Summary       *protocol.Summary `json:"-"`
+	TextTruncated bool `json:"textTruncated,omitzero"`
+	// Dialect is what the stream turned out to be (or the configured
+	// one), Protocol its AgentSmithy generation ("v0", "v1", "v2"; empty
+	// for other dialects): a terminal attached to a daemon fills its
+	// summary with them.
+	Dialect  protocol.Dialect  `json:"dialect,omitempty"`
+	Protocol string            `json:"protocol,omitempty"`
+	Summary  *protocol.Summary `json:"-"`
 }
 
 // Change statuses.

@@ -235,6 +235,10 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 		res.Summary = sum
 		res.Outcome = sum.Outcome
 		res.Text, res.TextTruncated = sum.Text, sum.TextTruncated
+		res.Dialect = sum.Dialect
+		if sum.Protocol != nil {
+			res.Protocol = *sum.Protocol
+		}
 		if res.DialogID == "" {
 			res.DialogID = sum.DialogID
 		}

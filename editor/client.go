@@ -147,7 +147,10 @@ func (c *Client) Chat(ctx context.Context, p *ChatParams, emit func(protocol.Eve
 		return nil, err
 	}
 	sum.DialogID, sum.TurnID, sum.Outcome = res.DialogID, res.TurnID, res.Outcome
-	sum.Text = res.Text
+	sum.Text, sum.Dialect = res.Text, res.Dialect
+	if res.Protocol != "" {
+		sum.Protocol = &res.Protocol
+	}
 	if res.TextTruncated {
 		// The server kept only the beginning; the events carried it all.
 		res.Text, res.TextTruncated = text.String(), false

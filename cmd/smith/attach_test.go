@@ -387,10 +387,12 @@ func TestTerminalStaleSocket(t *testing.T) {
 	out, _ := a.mustRun("chat", "--json", "--yes", renameMsg)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
-		Type    string `json:"type"`
-		Outcome string `json:"outcome"`
-		Text    string `json:"text"`
-		Changes []struct {
+		Type     string  `json:"type"`
+		Dialect  string  `json:"dialect"`
+		Protocol *string `json:"protocol"`
+		Outcome  string  `json:"outcome"`
+		Text     string  `json:"text"`
+		Changes  []struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		} `json:"changes"`
@@ -398,6 +400,10 @@ func TestTerminalStaleSocket(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Type != "summary" || sum.Outcome != "completed" || sum.Text == "" ||
 		len(sum.Changes) != 1 || sum.Changes[0].Status != daemon.StatusApplied {
 		t.Errorf("smith chat --json --yes through a daemon that replaced a stale socket: summary %+v, %v\n%s", sum, err, out)
+	}
+	// attachEnv's upstream speaks legacy AgentSmithy (v0).
+	if sum.Dialect != "agentsmithy" || sum.Protocol == nil || *sum.Protocol != "v0" {
+		t.Errorf("smith chat --json through a daemon: dialect %q, protocol %v; want agentsmithy v0, as without a daemon", sum.Dialect, sum.Protocol)
 	}
 	if len(lines) < 3 {
 		t.Errorf("smith chat --json streamed %d lines, want the events before the summary:\n%s", len(lines), out)
