@@ -18,26 +18,15 @@ import (
 // capabilities, resolves the configuration and starts (or joins) the
 // workspace's engine: the workspace is only known now.
 func (c *client) initialize(ctx context.Context, p *InitializeParams) (*InitializeResult, error) {
-	var init InitOptions
-	if p.InitializationOptions != nil {
-		init = *p.InitializationOptions
-	}
-	ws, err := workspaceOf(p, init)
+	cfg, err := c.srv.ConfigFor(ctx, p)
 	if err != nil {
-		return nil, invalidParams("%v", err)
-	}
-	cfg, err := c.srv.opts.Resolve(ctx, ws, init)
-	if err != nil {
-		if ws == "" {
-			return nil, invalidParams("%v", err) // the editor named no workspace
-		}
-		return nil, fmt.Errorf("configure smith for %s: %w", ws, err)
-	}
-	if cfg.MaxResultText == 0 {
-		cfg.MaxResultText = MaxResultText
+		return nil, err
 	}
 	eng, release, err := c.srv.engines.acquire(ctx, cfg)
 	if err != nil {
+		if errors.Is(err, daemon.ErrStateLocked) && c.srv.opts.Locked != nil {
+			err = c.srv.opts.Locked(cfg, err)
+		}
 		return nil, err
 	}
 	enc := negotiateEncoding(p.Capabilities)
@@ -63,6 +52,32 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 		},
 		ServerInfo: ClientInfo{Name: "smith", Version: c.srv.opts.Version},
 	}, nil
+}
+
+// ConfigFor is the engine configuration an initialize with params p
+// starts or joins: the workspace it names (see workspaceOf) through
+// Options.Resolve. smith serve uses it to find the engine's state folder
+// before it decides who serves a connection (Opening).
+func (s *Server) ConfigFor(ctx context.Context, p *InitializeParams) (daemon.Config, error) {
+	var init InitOptions
+	if p.InitializationOptions != nil {
+		init = *p.InitializationOptions
+	}
+	ws, err := workspaceOf(p, init)
+	if err != nil {
+		return daemon.Config{}, invalidParams("%v", err)
+	}
+	cfg, err := s.opts.Resolve(ctx, ws, init)
+	if err != nil {
+		if ws == "" {
+			return daemon.Config{}, invalidParams("%v", err) // the editor named no workspace
+		}
+		return daemon.Config{}, fmt.Errorf("configure smith for %s: %w", ws, err)
+	}
+	if cfg.MaxResultText == 0 {
+		cfg.MaxResultText = MaxResultText
+	}
+	return cfg, nil
 }
 
 // redactURL drops the password of a URL for the log (the token never

@@ -35,6 +35,12 @@ type Options struct {
 	// terminal attach socket there (docs/protocol.md). It must not block
 	// and must not call the Server.
 	OnEngine func(eng *daemon.Engine) (stop func())
+	// Locked, when set, is called when initialize cannot start the engine
+	// of cfg's workspace because another process holds its state folder
+	// (err wraps daemon.ErrStateLocked); initialize fails with the error it
+	// returns. smith serve says there who the holder can be and what to
+	// do. nil: err as it is.
+	Locked func(cfg daemon.Config, err error) error
 }
 
 // ErrExitWithoutShutdown is returned by ServeConn when the editor sent exit

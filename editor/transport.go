@@ -41,13 +41,7 @@ type tolerantStream struct {
 
 // newTolerantStream frames rwc with LSP Content-Length headers.
 func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
-	fs, ok := jsonrpc2.NewHeaderStream(rwc).(frameStream)
-	if !ok {
-		// The header framer has had raw-frame access since v1.0.0; without it
-		// batches and malformed-frame recovery would silently disappear.
-		panic("editor: jsonrpc2 header stream lost ReadFrame/WriteFrame")
-	}
-	return &tolerantStream{frameStream: fs, log: log}
+	return &tolerantStream{frameStream: headerFrames(rwc), log: log}
 }
 
 // ReadFrame returns the next frame that the connection can handle.

@@ -1,0 +1,235 @@
+package editor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Opening is the first message of an editor connection, read before the
+// connection is served, so that the caller can choose who serves it: a
+// Server in this process (Replay), or another smith serve that already
+// holds the workspace's engine (Relay).
+//
+// Why the choice is made before the Server sees the connection rather than
+// inside its initialize handler: by then jsonrpc2 owns the stream, has read
+// ahead into its buffer and decoded the request, and there is no clean way
+// to take the raw connection back from it. Reading one frame here, with the
+// same framer, and keeping every byte it read is exact and small.
+type Opening struct {
+	// Initialize holds the params of the first message when it is an
+	// initialize request (nil otherwise: Relay is then not possible).
+	Initialize *InitializeParams
+
+	rwc    io.ReadWriteCloser
+	seen   []byte      // every byte read from rwc to find the first frame
+	stream frameStream // the framer that read them, positioned after the first frame
+	first  []byte      // the first frame's body; nil when none could be read
+}
+
+// ReadOpening reads the first framed message of rwc. It never fails: a
+// connection that ends or sends something malformed first is left for the
+// Server to answer, by Replay. Cancelling ctx while it waits closes rwc.
+func ReadOpening(ctx context.Context, rwc io.ReadWriteCloser) *Opening {
+	t := &tap{r: rwc, seen: &bytes.Buffer{}}
+	fs := headerFrames(readWriteCloser{Reader: t, Writer: rwc, Closer: rwc})
+	stop := context.AfterFunc(ctx, func() { rwc.Close() })
+	frame, _, err := fs.ReadFrame(ctx)
+	stop()
+	o := &Opening{rwc: rwc, seen: t.seen.Bytes(), stream: fs}
+	t.seen = nil // from here on the framer's reads are not kept
+	if err != nil {
+		return o
+	}
+	o.first = bytes.Clone(frame) // the framer reuses its buffer
+	if msg, err := jsonrpc2.DecodeMessage(o.first); err == nil {
+		if call, ok := msg.(*jsonrpc2.Call); ok && call.Method() == "initialize" {
+			var p InitializeParams
+			if (codec{}).Unmarshal(call.Params(), &p) == nil {
+				o.Initialize = &p
+			}
+		}
+	}
+	return o
+}
+
+// Replay returns the connection as it was before ReadOpening: its reads
+// give the bytes ReadOpening consumed, exactly, then the rest. Serve it
+// with Server.ServeConn. Use either Replay or Relay, once.
+func (o *Opening) Replay() io.ReadWriteCloser {
+	return readWriteCloser{Reader: io.MultiReader(bytes.NewReader(o.seen), o.rwc), Writer: o.rwc, Closer: o.rwc}
+}
+
+// RelayOptions configure Opening.Relay.
+type RelayOptions struct {
+	// Logger receives the relay's log (never the protocol stream). nil
+	// discards it.
+	Logger *slog.Logger
+	// Vanished is shown to the editor (window/showMessage, type Error)
+	// when the holder ends the connection before the editor sent exit.
+	Vanished string
+}
+
+// Relay serves the editor through holder, a connection to another smith
+// serve (its serve.sock) that holds the workspace's engine: the first
+// message (initialize) and every later one are passed on unchanged, in
+// both directions, so the holder sees one more editor and the editor sees
+// the holder's answers, notifications and workspace/applyEdit requests.
+//
+// Messages are moved frame by frame with jsonrpc2's framer: the bodies are
+// not touched, the header is rewritten in canonical form. Reading whole
+// frames is what lets the relay notice shutdown and exit on their way (to
+// tell the holder ending the session from the holder going away), and lets
+// a malformed frame from the editor be answered here, as the Server would,
+// instead of desynchronising the holder.
+//
+// Relay returns when the session is over: the editor sent exit (the holder
+// then closes), the editor closed its end (the holder is told by a closed
+// write side, and its goodbye is awaited), the holder went away (the editor
+// is told with Vanished), or ctx was cancelled. It closes both connections
+// and returns ErrExitWithoutShutdown after an exit that shutdown did not
+// precede, nil otherwise.
+func (o *Opening) Relay(ctx context.Context, holder io.ReadWriteCloser, opts RelayOptions) error {
+	if o.Initialize == nil {
+		return errors.New("editor: relay of a connection that did not open with initialize")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ed := &tolerantStream{frameStream: o.stream, log: log}
+	up := headerFrames(holder)
+	closeEditor := sync.OnceFunc(func() { o.rwc.Close() })
+	closeHolder := sync.OnceFunc(func() { holder.Close() })
+	defer closeEditor()
+	defer closeHolder()
+	stop := context.AfterFunc(ctx, func() { closeEditor(); closeHolder() })
+	defer stop()
+
+	var shutdown, exit, editorLeft atomic.Bool
+	down := make(chan struct{})
+	go func() {
+		defer close(down)
+		err := copyFrames(ctx, up, ed, nil)
+		if !exit.Load() && !editorLeft.Load() && ctx.Err() == nil {
+			log.Warn("the smith serve holding the engine went away", "err", err)
+			if werr := notifyShowMessage(ctx, ed, opts.Vanished); werr != nil {
+				log.Debug("cannot tell the editor", "err", werr)
+			}
+		}
+		// Ends the read of the editor's side below.
+		closeEditor()
+	}()
+
+	watch := func(frame []byte) {
+		msg, err := jsonrpc2.DecodeMessage(frame)
+		if err != nil {
+			return
+		}
+		switch m := msg.(type) {
+		case *jsonrpc2.Call:
+			if m.Method() == "shutdown" {
+				shutdown.Store(true)
+			}
+		case *jsonrpc2.Notification:
+			if m.Method() == "exit" {
+				exit.Store(true)
+			}
+		}
+	}
+	_, err := up.WriteFrame(ctx, o.first)
+	if err == nil {
+		err = copyFrames(ctx, ed, up, watch)
+	}
+	editorLeft.Store(!exit.Load())
+	log.Debug("editor side of the relay ended", "err", err)
+	// Let the holder finish with this editor (it closes when it reads
+	// EOF) rather than cutting its last answers off.
+	if cw, ok := holder.(interface{ CloseWrite() error }); ok {
+		if cw.CloseWrite() != nil {
+			closeHolder()
+		}
+	} else {
+		closeHolder()
+	}
+	<-down
+	if exit.Load() && !shutdown.Load() {
+		return ErrExitWithoutShutdown
+	}
+	return nil
+}
+
+// copyFrames moves frames from one stream to the other until either fails;
+// see, when set, looks at each frame before it goes.
+func copyFrames(ctx context.Context, from, to frameStream, see func([]byte)) error {
+	for {
+		frame, _, err := from.ReadFrame(ctx)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if see != nil {
+			see(frame)
+		}
+		if _, err := to.WriteFrame(ctx, frame); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+}
+
+// showMessageParams is LSP's ShowMessageParams.
+type showMessageParams struct {
+	Type    int    `json:"type"` // 1 Error, 2 Warning, 3 Info, 4 Log
+	Message string `json:"message"`
+}
+
+func notifyShowMessage(ctx context.Context, s frameStream, text string) error {
+	if text == "" {
+		return nil
+	}
+	params, err := (codec{}).Marshal(showMessageParams{Type: 1, Message: text})
+	if err != nil {
+		return err
+	}
+	_, err = s.Write(ctx, jsonrpc2.NewNotification("window/showMessage", params))
+	return err
+}
+
+// headerFrames frames rwc with LSP Content-Length headers, with raw-frame
+// access.
+func headerFrames(rwc io.ReadWriteCloser) frameStream {
+	fs, ok := jsonrpc2.NewHeaderStream(rwc).(frameStream)
+	if !ok {
+		// The header framer has had raw-frame access since v1.0.0; without it
+		// batches and malformed-frame recovery would silently disappear.
+		panic("editor: jsonrpc2 header stream lost ReadFrame/WriteFrame")
+	}
+	return fs
+}
+
+// tap keeps a copy of what its reader returns while seen is set, so that
+// what a buffering framer read ahead can be given back.
+type tap struct {
+	r    io.Reader
+	seen *bytes.Buffer
+}
+
+func (t *tap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if t.seen != nil {
+		t.seen.Write(p[:n])
+	}
+	return n, err
+}
+
+type readWriteCloser struct {
+	io.Reader
+	io.Writer
+	io.Closer
+}
