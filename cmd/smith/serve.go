@@ -100,22 +100,11 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	// after NewServer has returned.
 	var srv *editor.Server
 	attach := func(eng *daemon.Engine) func() { return attachTerminals(ctx, srv, eng, log) }
-	srv = editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion(), OnEngine: attach})
+	srv = editor.NewServer(editor.Options{Resolve: o.resolver(s), Logger: log, Version: smithVersion(), OnEngine: attach, Locked: explainLocked})
 	defer srv.Close()
 
 	if o.listen == "" {
-		stdio, err := editor.NewStdio()
-		if err != nil {
-			return &ExitError{Code: ExitFailure, Err: err}
-		}
-		err = srv.ServeConn(ctx, stdio)
-		if errors.Is(err, editor.ErrExitWithoutShutdown) {
-			return &ExitError{Code: ExitFailure, Err: err, Silent: true}
-		}
-		if err != nil && ctx.Err() == nil {
-			return &ExitError{Code: ExitFailure, Err: err}
-		}
-		return nil
+		return serveStdio(ctx, srv, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")
 	if !ok || path == "" {

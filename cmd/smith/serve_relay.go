@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/editor"
+)
+
+// A workspace has one engine, locked to one process. When a second editor
+// starts its own stdio smith serve on a workspace whose engine another
+// smith serve holds (two Neovims on one repository, Neovim beside VS
+// Code), that serve does not fail on the lock: it joins the holder through
+// the holder's serve.sock and relays the editor's connection there, so the
+// holder sees one more editor sharing dialogs, changes and the undo
+// journal (docs/protocol.md, "A second editor on the same workspace").
+//
+// The decision is taken on the editor's first message, before any engine
+// is opened here: editor.ReadOpening reads it with the protocol's framer
+// and keeps every byte, serveStdio resolves its workspace and state folder
+// exactly as initialize would (Server.ConfigFor, the same resolver), and
+// either relays to a holder that answers, or replays the bytes into the
+// Server, which opens the engine itself. The holder is looked for by
+// dialling its socket rather than by probing the lock: taking the lock to
+// test it would open (and recover) the state behind the holder's back.
+
+// serveStdio serves the editor on stdin/stdout: itself, or through the
+// smith serve that already holds the workspace's engine.
+func serveStdio(ctx context.Context, srv *editor.Server, log *slog.Logger) error {
+	stdio, err := editor.NewStdio()
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	op := editor.ReadOpening(ctx, stdio)
+	if holder, ws := joinHolder(ctx, srv, op, log); holder != nil {
+		err = op.Relay(ctx, holder, editor.RelayOptions{
+			Logger: log,
+			Vanished: fmt.Sprintf("smith: the smith serve this editor was joined to (it held the engine of %s) has stopped; "+
+				"restart smith in this editor to go on (it then starts its own engine)", ws),
+		})
+	} else {
+		err = srv.ServeConn(ctx, op.Replay())
+	}
+	if errors.Is(err, editor.ErrExitWithoutShutdown) {
+		return &ExitError{Code: ExitFailure, Err: err, Silent: true}
+	}
+	if err != nil && ctx.Err() == nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	return nil
+}
+
+// joinHolder connects to the attach socket of the engine that the
+// editor's initialize asks for, and returns the connection and the
+// workspace; nil when the first message is not initialize, its
+// configuration fails (initialize will say why, here), or no smith serve
+// answers on that socket (the engine is then opened here).
+func joinHolder(ctx context.Context, srv *editor.Server, op *editor.Opening, log *slog.Logger) (net.Conn, string) {
+	if op.Initialize == nil {
+		return nil, ""
+	}
+	cfg, err := srv.ConfigFor(ctx, op.Initialize)
+	if err != nil {
+		return nil, ""
+	}
+	dir, err := daemon.StateDirOf(cfg)
+	if err != nil {
+		return nil, ""
+	}
+	sock := attachSocket(dir)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		log.Debug("no smith serve holds the workspace; serving it here", "workspace", cfg.Workspace, "socket", sock, "err", err)
+		return nil, ""
+	}
+	log.Info("another smith serve holds the workspace; relaying this editor to it", "workspace", cfg.Workspace, "socket", sock)
+	return c, cfg.Workspace
+}
+
+// explainLocked is smith serve's editor.Options.Locked: the engine is held
+// by a process that this serve could not join at the editor's first
+// message. Say who that can be and what to do.
+func explainLocked(cfg daemon.Config, err error) error {
+	dir, derr := daemon.StateDirOf(cfg)
+	if derr != nil {
+		return err
+	}
+	sock := attachSocket(dir)
+	c, derr := net.DialTimeout("unix", sock, time.Second)
+	if derr == nil {
+		// It started after this serve looked (or this is a --listen serve,
+		// which does not relay).
+		c.Close()
+		return fmt.Errorf("%w\na smith serve holds it and answers on %s; restart smith in this editor to join that one", err, sock)
+	}
+	return fmt.Errorf("%w\n%v, so the holder is not a smith serve an editor can join (an interactive smith chat in a terminal, or an older smith serve): finish or stop it, then restart smith in this editor",
+		err, &noDaemonError{sock: sock, err: derr})
+}
