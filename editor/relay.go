@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -232,4 +234,63 @@ type readWriteCloser struct {
 	io.Reader
 	io.Writer
 	io.Closer
+}
+
+// SetWorkspace makes the initialize that Relay passes on name dir as
+// initializationOptions.workspace, which the holder's initialize takes
+// before rootUri. smith serve --workspace uses it: the flag overrides what
+// the editor named, and the holder must open the workspace whose engine
+// was joined, not the editor's root. The rest of the message is kept
+// (members may be reordered).
+func (o *Opening) SetWorkspace(dir string) error {
+	if o.Initialize == nil {
+		return errors.New("editor: SetWorkspace on a connection that did not open with initialize")
+	}
+	// Bytes that are not UTF-8 travel as they came, as on the holder's
+	// connection (codec).
+	raw := jsontext.AllowInvalidUTF8(true)
+	var msg, params, init map[string]jsontext.Value
+	if err := json.Unmarshal(o.first, &msg, raw); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if err := json.Unmarshal(orNull(msg["params"]), &params, raw); err != nil {
+		return fmt.Errorf("initialize params: %w", err)
+	}
+	if params == nil {
+		params = map[string]jsontext.Value{}
+	}
+	if err := json.Unmarshal(orNull(params["initializationOptions"]), &init, raw); err != nil {
+		return fmt.Errorf("initializationOptions: %w", err)
+	}
+	if init == nil {
+		init = map[string]jsontext.Value{}
+	}
+	var err error
+	if init["workspace"], err = json.Marshal(dir); err != nil {
+		return err
+	}
+	if params["initializationOptions"], err = json.Marshal(init, raw); err != nil {
+		return err
+	}
+	if msg["params"], err = json.Marshal(params, raw); err != nil {
+		return err
+	}
+	first, err := json.Marshal(msg, raw)
+	if err != nil {
+		return err
+	}
+	o.first = first
+	if o.Initialize.InitializationOptions == nil {
+		o.Initialize.InitializationOptions = &InitOptions{}
+	}
+	o.Initialize.InitializationOptions.Workspace = dir
+	return nil
+}
+
+// orNull is v, or JSON null when v is absent.
+func orNull(v jsontext.Value) jsontext.Value {
+	if len(v) == 0 {
+		return jsontext.Value("null")
+	}
+	return v
 }

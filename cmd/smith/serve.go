@@ -50,7 +50,12 @@ the defaults. Logs go to stderr; stdout carries only the protocol.
 While it holds a workspace's engine, serve also listens on serve.sock in the
 engine's state folder (mode 0600): smith chat, changes, undo, dialogs,
 history and status in a terminal on the same workspace connect there and
-share the editor's engine (docs/cli.md, "Using the CLI beside an editor").`,
+share the editor's engine (docs/cli.md, "Using the CLI beside an editor").
+
+A second editor's stdio serve on a workspace that a smith serve already
+holds joins that one: it relays its editor's connection to the holder's
+serve.sock, and both editors share one engine with the holder's settings
+(docs/protocol.md, "A second editor on the same workspace").`,
 		Example: `  smith serve                                   # one editor on stdio
   smith serve --listen unix:/tmp/smith.sock      # many editors on a socket
   smith serve --upstream http://127.0.0.1:8765 --dialect agentsmithy`,
@@ -104,7 +109,7 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	defer srv.Close()
 
 	if o.listen == "" {
-		return serveStdio(ctx, srv, log)
+		return serveStdio(ctx, srv, o.workspace, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")
 	if !ok || path == "" {

@@ -31,13 +31,14 @@ import (
 
 // serveStdio serves the editor on stdin/stdout: itself, or through the
 // smith serve that already holds the workspace's engine.
-func serveStdio(ctx context.Context, srv *editor.Server, log *slog.Logger) error {
+// pinned is serve's --workspace ("" when not given).
+func serveStdio(ctx context.Context, srv *editor.Server, pinned string, log *slog.Logger) error {
 	stdio, err := editor.NewStdio()
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	op := editor.ReadOpening(ctx, stdio)
-	if holder, ws := joinHolder(ctx, srv, op, log); holder != nil {
+	if holder, ws := joinHolder(ctx, srv, op, pinned, log); holder != nil {
 		err = op.Relay(ctx, holder, editor.RelayOptions{
 			Logger: log,
 			Vanished: fmt.Sprintf("smith: the smith serve this editor was joined to (it held the engine of %s) has stopped; "+
@@ -59,8 +60,10 @@ func serveStdio(ctx context.Context, srv *editor.Server, log *slog.Logger) error
 // editor's initialize asks for, and returns the connection and the
 // workspace; nil when the first message is not initialize, its
 // configuration fails (initialize will say why, here), or no smith serve
-// answers on that socket (the engine is then opened here).
-func joinHolder(ctx context.Context, srv *editor.Server, op *editor.Opening, log *slog.Logger) (net.Conn, string) {
+// answers on that socket (the engine is then opened here). With pinned
+// (--workspace) the initialize passed on names that workspace, since the
+// holder would otherwise take the editor's root.
+func joinHolder(ctx context.Context, srv *editor.Server, op *editor.Opening, pinned string, log *slog.Logger) (net.Conn, string) {
 	if op.Initialize == nil {
 		return nil, ""
 	}
@@ -78,6 +81,13 @@ func joinHolder(ctx context.Context, srv *editor.Server, op *editor.Opening, log
 	if err != nil {
 		log.Debug("no smith serve holds the workspace; serving it here", "workspace", cfg.Workspace, "socket", sock, "err", err)
 		return nil, ""
+	}
+	if pinned != "" {
+		if err := op.SetWorkspace(cfg.Workspace); err != nil {
+			c.Close()
+			log.Warn("cannot pass --workspace on to the smith serve holding the workspace; serving it here", "err", err)
+			return nil, ""
+		}
 	}
 	log.Info("another smith serve holds the workspace; relaying this editor to it", "workspace", cfg.Workspace, "socket", sock)
 	return c, cfg.Workspace

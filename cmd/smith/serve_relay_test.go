@@ -260,3 +260,42 @@ func snapshot(t *testing.T, dirs ...string) map[string]string {
 	}
 	return m
 }
+
+// TestJoiningServeKeepsItsWorkspaceFlag: a serve started with --workspace
+// joins the engine of that workspace even when its editor names another
+// root, and the holder (which has no --workspace of its own) opens that
+// workspace for it, not the editor's root.
+func TestJoiningServeKeepsItsWorkspaceFlag(t *testing.T) {
+	a := newAttachEnv(t, upstream.Options{})
+	ctx := testContext(t)
+	edA := editortest.Start(t, a.smith, "serve", "--upstream", a.upstream, "--state-dir", a.state)
+	if _, err := edA.Initialize(ctx, a.ws, nil); err != nil {
+		t.Fatalf("initialize A: %v\n%s", err, edA.Stderr())
+	}
+	edB := editortest.Start(t, a.smith, "serve", "--workspace", a.ws, "--upstream", a.upstream, "--state-dir", a.state, "--log-level", "debug")
+	res, err := edB.Initialize(ctx, t.TempDir(), map[string]any{"maxTurns": 3})
+	if err != nil {
+		t.Fatalf("initialize B: %v\n%s", err, edB.Stderr())
+	}
+	var r struct {
+		Capabilities struct {
+			Experimental struct {
+				Smith struct {
+					Workspace string `json:"workspace"`
+				} `json:"smith"`
+			} `json:"experimental"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || r.Capabilities.Experimental.Smith.Workspace != a.ws {
+		t.Errorf("B's initialize result names workspace %q, want %s (%v)", r.Capabilities.Experimental.Smith.Workspace, a.ws, err)
+	}
+	if !strings.Contains(edB.Stderr(), "relaying this editor") {
+		t.Errorf("B did not join A:\n%s", edB.Stderr())
+	}
+	c1 := mustChatIn(t, ctx, edB, "B").Changes[0]
+	if got := listChanges(t, ctx, edA); got[c1] != daemon.StatusPending {
+		t.Errorf("A's smith/changes after B's turn: %v", got)
+	}
+	quit(t, ctx, edB, "B")
+	quit(t, ctx, edA, "A")
+}
