@@ -84,7 +84,7 @@ func TestSecondEditorJoinsServe(t *testing.T) {
 	ctx := testContext(t)
 	edA := a.serve()
 	edB := a.serve() // fails on the state lock unless it joins A
-	if !strings.Contains(edB.Stderr(), "relaying this editor") {
+	if !stderrSays(edB, "relaying this editor") {
 		t.Errorf("B's smith serve does not say it joined A:\n%s", edB.Stderr())
 	}
 
@@ -289,7 +289,7 @@ func TestJoiningServeKeepsItsWorkspaceFlag(t *testing.T) {
 	if err := json.Unmarshal(res, &r); err != nil || r.Capabilities.Experimental.Smith.Workspace != a.ws {
 		t.Errorf("B's initialize result names workspace %q, want %s (%v)", r.Capabilities.Experimental.Smith.Workspace, a.ws, err)
 	}
-	if !strings.Contains(edB.Stderr(), "relaying this editor") {
+	if !stderrSays(edB, "relaying this editor") {
 		t.Errorf("B did not join A:\n%s", edB.Stderr())
 	}
 	c1 := mustChatIn(t, ctx, edB, "B").Changes[0]
@@ -298,4 +298,18 @@ func TestJoiningServeKeepsItsWorkspaceFlag(t *testing.T) {
 	}
 	quit(t, ctx, edB, "B")
 	quit(t, ctx, edA, "A")
+}
+
+// stderrSays reports whether ed's server wrote want to its stderr, waiting
+// a little for it: the log line is written before the answer on stdout, but
+// the two pipes are copied by different goroutines.
+func stderrSays(ed *editortest.Editor, want string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(ed.Stderr(), want) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
