@@ -22,6 +22,8 @@ type engines struct {
 	newEngine func(context.Context, daemon.Config) (*daemon.Engine, error)
 	// onStart is Options.OnEngine (nil: none).
 	onStart func(*daemon.Engine) func()
+	// lent: the pool holds only Options.Engine and starts no engine.
+	lent bool
 }
 
 type sharedEngine struct {
@@ -29,6 +31,16 @@ type sharedEngine struct {
 	cfg  daemon.Config
 	refs int
 	stop func() // from onStart; nil when none
+	// lent: the engine is Options.Engine, owned and closed by the
+	// Server's creator; the pool keeps a reference of its own to it, so
+	// that it never reaches its last release.
+	lent bool
+}
+
+// lend makes eng, which the caller owns, the pool's only engine.
+func (p *engines) lend(eng *daemon.Engine) {
+	p.lent = true
+	p.open[workspaceKey(eng.Workspace())] = &sharedEngine{eng: eng, cfg: daemon.Config{Workspace: eng.Workspace()}, refs: 1, lent: true}
 }
 
 func newEngines(log *slog.Logger) *engines {
@@ -44,12 +56,22 @@ func (p *engines) acquire(ctx context.Context, cfg daemon.Config) (*daemon.Engin
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	se, ok := p.open[key]
-	if ok {
+	switch {
+	case !ok && p.lent:
+		var only string
+		for ws := range p.open {
+			only = ws
+		}
+		return nil, nil, fmt.Errorf("this smith process holds only the engine of %s, not of %s: start smith for %s in a process of its own", only, cfg.Workspace, cfg.Workspace)
+	case ok && se.lent:
+		// The owner's engine, with the owner's settings: a connection's
+		// own settings do not apply (one workspace, one engine).
+	case ok:
 		if se.cfg.Upstream != cfg.Upstream || se.cfg.Dialect != cfg.Dialect || se.cfg.StateDir != cfg.StateDir {
 			p.log.Warn("workspace already served with other settings; sharing the running engine",
 				"workspace", cfg.Workspace, "upstream", redactURL(se.cfg.Upstream), "requestedUpstream", redactURL(cfg.Upstream))
 		}
-	} else {
+	default:
 		if cfg.Logger == nil {
 			cfg.Logger = p.log
 		}
@@ -101,6 +123,9 @@ func (p *engines) closeAll() {
 	p.open = map[string]*sharedEngine{}
 	p.mu.Unlock()
 	for ws, se := range open {
+		if se.lent {
+			continue // its owner closes it
+		}
 		se.stopped()
 		if err := se.eng.Close(); err != nil {
 			p.log.Warn("closing the engine", "workspace", ws, "err", err)

@@ -41,6 +41,15 @@ type Options struct {
 	// returns. smith serve says there who the holder can be and what to
 	// do. nil: err as it is.
 	Locked func(cfg daemon.Config, err error) error
+	// Engine, when set, is a running engine the Server shares with its
+	// connections instead of starting engines itself: connections on its
+	// workspace use it, whatever their settings; any other workspace is
+	// refused at initialize. The Server never closes it (OnEngine is not
+	// called for it); its owner does, after the Server's last connection
+	// has ended. An interactive smith chat that holds a workspace's engine
+	// serves its attach socket this way, so that editors and other
+	// terminals join it.
+	Engine *daemon.Engine
 }
 
 // ErrExitWithoutShutdown is returned by ServeConn when the editor sent exit
@@ -67,6 +76,9 @@ func NewServer(opts Options) *Server {
 	}
 	engs := newEngines(log)
 	engs.onStart = opts.OnEngine
+	if opts.Engine != nil {
+		engs.lend(opts.Engine)
+	}
 	return &Server{opts: opts, log: log, engines: engs}
 }
 

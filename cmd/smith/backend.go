@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -74,7 +75,7 @@ func openBackend(ctx context.Context, set *config.Settings) (backend, error) {
 		if b, dialErr = dialDaemon(ctx, sock, cfg.Workspace); !errors.As(dialErr, &none) {
 			return b, dialErr
 		}
-		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v, so the holder is not a smith serve that accepts terminal commands (an interactive smith chat in another terminal, or an older smith serve): finish or stop it, then run this command again", err, dialErr)}
+		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v, so the holder is not a smith serve that accepts terminal commands (another smith command that holds it for a moment, or an older smith): finish or stop it, then run this command again", err, dialErr)}
 	}
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
@@ -139,6 +140,49 @@ func (r *remoteBackend) Attached() string { return r.sock }
 type localBackend struct {
 	eng  *daemon.Engine
 	peer *daemon.Peer
+	// stopServing ends what serveOthers started and waits for its
+	// connections; nil when it was not called.
+	stopServing func()
+}
+
+// serveOthers shares the engine, while this command holds it, on the
+// attach socket in its state folder, as smith serve does: an editor whose
+// smith serve starts meanwhile joins it (its serve relays there) and other
+// terminals attach, instead of failing on the lock. smith chat calls it:
+// a turn, let alone an interactive session, holds the engine long enough
+// for that to matter. When the command ends, joined editors are told that
+// the engine went away (their next smith starts its own); terminals get
+// an error. Failing to listen only costs that sharing.
+func (l *localBackend) serveOthers(ctx context.Context, log *slog.Logger) {
+	path := attachSocket(l.eng.StateDir())
+	ln, err := listenUnix(path)
+	if err != nil {
+		log.Debug("not sharing the engine", "socket", path, "err", err)
+		return
+	}
+	srv := editor.NewServer(editor.Options{
+		Engine:  l.eng,
+		Logger:  log,
+		Version: smithVersion(),
+		// The engine and its settings are this command's: a
+		// connection only names its workspace.
+		Resolve: func(_ context.Context, ws string, _ editor.InitOptions) (daemon.Config, error) {
+			return daemon.Config{Workspace: ws}, nil
+		},
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx, ln); err != nil {
+			log.Debug("attach socket failed", "socket", path, "err", err)
+		}
+	}()
+	l.stopServing = func() {
+		cancel()
+		<-done // Serve closed the listener (and its file) and ended its connections
+		srv.Close()
+	}
 }
 
 func (l *localBackend) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
@@ -196,6 +240,9 @@ func (l *localBackend) Status(ctx context.Context) (daemon.Status, error) {
 func (l *localBackend) Attached() string { return "" }
 
 func (l *localBackend) Close() error {
+	if l.stopServing != nil {
+		l.stopServing()
+	}
 	l.eng.Detach(l.peer)
 	return l.eng.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -105,6 +106,10 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		return err
 	}
 	defer eng.Close()
+	if lb, ok := eng.(*localBackend); ok {
+		// Nothing of it belongs in the user's terminal.
+		lb.serveOthers(ctx, slog.New(slog.DiscardHandler))
+	}
 	cs := &chatSession{s: s, o: o, eng: eng, dialog: o.dialog, width: termWidth(s), root: set.Workspace}
 	cs.input = newLineInput(s)
 	if o.newDialog {

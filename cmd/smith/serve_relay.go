@@ -109,6 +109,6 @@ func explainLocked(cfg daemon.Config, err error) error {
 		c.Close()
 		return fmt.Errorf("%w\na smith serve holds it and answers on %s; restart smith in this editor to join that one", err, sock)
 	}
-	return fmt.Errorf("%w\n%v, so the holder is not a smith serve an editor can join (an interactive smith chat in a terminal, or an older smith serve): finish or stop it, then restart smith in this editor",
+	return fmt.Errorf("%w\n%v, so the holder is not a smith serve an editor can join (a smith command in a terminal that holds it for a moment, or an older smith): finish or stop it, then restart smith in this editor",
 		err, &noDaemonError{sock: sock, err: derr})
 }
