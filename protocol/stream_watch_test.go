@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -95,5 +97,90 @@ func TestReadTurnEmptyReads(t *testing.T) {
 	sum := ReadTurn(context.Background(), &emptyReads{s: in}, StreamOptions{TurnID: "t1", IdleTimeout: -1}, record(&evs))
 	if sum.Outcome != OutcomeCompleted || sum.Text != "x" {
 		t.Fatalf("outcome %s (%s), text %q; want completed with x", sum.Outcome, evs[len(evs)-1].TurnEnd.Reason, sum.Text)
+	}
+}
+
+// mixedStream builds a long stream of everything the reader must get
+// right, from a seed: AgentSmithy deltas, multi-line and non-JSON data,
+// event, id (some with NUL), retry and unknown fields, comments, runs of
+// blank lines, CR, LF and CRLF line ends, ill-formed UTF-8, and events of
+// tens of KiB that straddle any read.
+func mixedStream(seed uint64, n int) string {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var b strings.Builder
+	if rng.IntN(3) == 0 {
+		b.WriteString("\xEF\xBB\xBF")
+	}
+	eols := []string{"\n", "\r", "\r\n"}
+	eol := func() string { return eols[rng.IntN(len(eols))] }
+	for i := 0; i < n; i++ {
+		switch k := rng.IntN(20); {
+		case k < 10:
+			b.WriteString(`data: {"type": "chat", "content": "delta ` + strconv.Itoa(i) + `", "dialog_id": "d1"}` + eol())
+		case k == 10:
+			b.WriteString("data: first" + eol() + "data:second\xff\xe2" + eol())
+		case k == 11:
+			b.WriteString("event: custom" + eol() + `data: {"type": "reasoning", "content": "r", "dialog_id": "d1"}` + eol())
+		case k == 12:
+			b.WriteString("id: " + strconv.Itoa(i) + eol())
+		case k == 13:
+			b.WriteString("id: x\x00y" + eol() + "retry: " + strconv.Itoa(rng.IntN(5000)) + eol())
+		case k == 14:
+			b.WriteString(": ping" + eol())
+		case k == 15:
+			b.WriteString("unknown: field" + eol() + "data" + eol())
+		case k == 16:
+			b.WriteString(`data: {"type": "chat", "content": "` + strings.Repeat("é", 8000+rng.IntN(12000)) + `", "dialog_id": "d1"}` + eol())
+		case k == 17:
+			b.WriteString("data: [1, 2]" + eol())
+		default:
+			b.WriteString(eol()) // an extra blank line
+		}
+		b.WriteString(eol()) // the blank line that dispatches
+	}
+	if rng.IntN(2) == 0 {
+		b.WriteString(`data: {"type": "done", "dialog_id": "d1"}` + eol() + eol())
+	}
+	if rng.IntN(3) == 0 {
+		b.WriteString("data: a cut tail") // no line end: the stream was cut
+	}
+	return b.String()
+}
+
+// chunkReader returns reads of random sizes up to max.
+type chunkReader struct {
+	s   string
+	rng *rand.Rand
+	max int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+r.rng.IntN(r.max))], r.s)
+	r.s = r.s[n:]
+	return n, nil
+}
+
+// ReadTurn over long mixed streams read in chunks of random sizes, small
+// (segments framed by the consumer) and large (segments framed on their
+// own goroutines, several at once): what the reader driven directly gives.
+func TestReadTurnSegmentsMatchDirectReading(t *testing.T) {
+	for seed := range uint64(4) {
+		in := mixedStream(seed, 1500)
+		for _, max := range []int{7, 300, 20_000, 200_000} {
+			opts := StreamOptions{TurnID: "t1", IdleTimeout: -1}
+			wantEvs, wantSum := readDirect(in, opts)
+			var evs []Event
+			sum := ReadTurn(context.Background(), &chunkReader{s: in, rng: rand.New(rand.NewPCG(seed, uint64(max))), max: max}, opts, record(&evs))
+			// reflect first: cmp takes seconds over megabytes of events.
+			if !reflect.DeepEqual(wantEvs, evs) {
+				t.Errorf("seed %d, reads up to %d bytes: events (-direct +ReadTurn):\n%s", seed, max, cmp.Diff(wantEvs, evs))
+			}
+			if !reflect.DeepEqual(wantSum, sum) {
+				t.Errorf("seed %d, reads up to %d bytes: summary (-direct +ReadTurn):\n%s", seed, max, cmp.Diff(wantSum, sum))
+			}
+		}
 	}
 }
