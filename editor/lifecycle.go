@@ -27,6 +27,13 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 		if errors.Is(err, daemon.ErrStateLocked) && c.srv.opts.Locked != nil {
 			err = c.srv.opts.Locked(cfg, err)
 		}
+		// Said to the user as well (LSP allows showMessage while initialize
+		// runs): some clients only log a failed initialize, and Neovim 0.7
+		// raises it where no plugin can catch it; smith.nvim ends what
+		// waits for the daemon on this message.
+		if nerr := c.conn.Notify(ctx, "window/showMessage", &showMessageParams{Type: 1, Message: "smith could not start: " + err.Error()}); nerr != nil {
+			c.log.Debug("telling the editor why initialize failed", "err", nerr)
+		}
 		return nil, err
 	}
 	enc := negotiateEncoding(p.Capabilities)

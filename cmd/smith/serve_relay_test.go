@@ -216,6 +216,16 @@ func TestSecondEditorLockedWithoutServe(t *testing.T) {
 			t.Errorf("the initialize error does not say %q:\n%v", want, err)
 		}
 	}
+	// The user is told too, not only the client's log.
+	if _, err := ed.WaitNotification(ctx, "window/showMessage", func(p json.RawMessage) bool {
+		var m struct {
+			Type    int    `json:"type"`
+			Message string `json:"message"`
+		}
+		return json.Unmarshal(p, &m) == nil && m.Type == 1 && strings.Contains(m.Message, "workspace state in use")
+	}); err != nil {
+		t.Errorf("no window/showMessage with the reason initialize failed: %v", err)
+	}
 	if err := ed.CloseStdin(); err != nil {
 		t.Fatal(err)
 	}

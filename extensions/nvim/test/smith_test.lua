@@ -591,6 +591,91 @@ test(':SmithStop stops the daemon; the next turn starts one and keeps the chat b
   truthy(vim.startswith(buf_text(chat_buf), before:sub(1, -2)), 'the earlier turns are still in the chat buffer')
 end)
 
+test('a smith chat in a terminal that holds the workspace is joined; after it, a turn starts a daemon of its own', function()
+  vim.cmd('silent only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  if client.get(WS) then
+    vim.cmd('SmithStop')
+    wait_for('the daemon to stop', function()
+      return client.get(WS) == nil
+    end)
+  end
+  -- The terminal's interactive chat opens the engine itself (no daemon
+  -- runs) and keeps it while its stdin is open.
+  local chat_err, chat_code = {}, nil
+  local job = vim.fn.jobstart({ BIN, 'chat', '--upstream', URL }, {
+    cwd = WS,
+    on_stderr = function(_, data)
+      vim.list_extend(chat_err, data)
+    end,
+    on_exit = function(_, code)
+      chat_code = code
+    end,
+  })
+  truthy(job > 0, 'smith chat did not start')
+  wait_for('smith chat to open the workspace', function()
+    return table.concat(chat_err, '\n'):find('Ctrl-D leaves', 1, true) ~= nil
+  end)
+  -- Without joining, the daemon's initialize would fail on the chat's lock.
+  local result = turn('Smith hello')
+  eq(result.outcome, 'completed', 'outcome of a turn beside the terminal chat')
+  local s = session_of(WS)
+  vim.fn.chanclose(job, 'stdin') -- Ctrl-D: the chat ends, and with it the engine the editor joined
+  wait_for('smith chat to end', function()
+    return chat_code ~= nil
+  end)
+  eq(chat_code, 0, 'exit code of smith chat')
+  wait_for('the joined daemon to end with the chat', function()
+    return client.get(WS) == nil
+  end)
+  eq(s.status, 'off', 'status of the joined session')
+  result = turn('Smith hello')
+  eq(result.outcome, 'completed', 'outcome of the next turn, with a daemon of its own')
+  truthy(session_of(WS) ~= s, 'the next turn reused the ended session')
+end)
+
+test('a workspace held by a process that cannot be joined: the turn ends with the reason, and works once it is gone', function()
+  vim.cmd('silent only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  if client.get(WS) then
+    vim.cmd('SmithStop')
+    wait_for('the daemon to stop', function()
+      return client.get(WS) == nil
+    end)
+  end
+  local status = vim.json.decode(vim.fn.system({ BIN, 'status', '--json', '-C', WS, '--upstream', URL }))
+  truthy(status.stateDir, 'smith status --json names no stateDir')
+  -- flock(1) holds the engine's lock the way another smith would, without
+  -- answering on serve.sock.
+  local held = false
+  local job = vim.fn.jobstart({ 'flock', '-n', status.stateDir .. '/lock', '-c', 'echo held; sleep 60' }, {
+    on_stdout = function(_, data)
+      held = held or table.concat(data, ''):find('held', 1, true) ~= nil
+    end,
+  })
+  wait_for('flock to hold the lock', function()
+    return held
+  end)
+  local ended
+  smith.hooks.turnEnd = function(_, result, err)
+    ended = { result = result, err = err }
+  end
+  vim.cmd('Smith hello')
+  wait_for('the turn to end although the daemon could not start', function()
+    return ended ~= nil
+  end)
+  smith.hooks.turnEnd = nil
+  truthy(ended.err, 'the turn did not fail')
+  contains(vim.inspect(ended.err), 'workspace state in use', 'the reason given')
+  eq(client.get(WS), nil, 'a session left behind by the failed start')
+  vim.fn.jobstop(job)
+  vim.fn.jobwait({ job }, 5000)
+  local result = turn('Smith hello')
+  eq(result.outcome, 'completed', 'outcome once the lock is free')
+end)
+
 test(':SmithCancel ends a running turn', function()
   -- This workspace's upstream stalls for 30 s after the first event.
   write_file(WS_STALL .. '/slow.go', calc_source('total'))

@@ -194,6 +194,12 @@ end
 
 --- Appends whole lines (a list item, a heading) as their own block.
 function M.lines(session, lines, kind)
+  -- A line of the buffer cannot hold a newline; a message may.
+  local flat = {}
+  for _, l in ipairs(lines) do
+    vim.list_extend(flat, vim.split(l, '\n', { plain = true }))
+  end
+  lines = flat
   local buf = M.buffer(session)
   local st = session.chat_state
   edit(buf, function()
@@ -344,7 +350,7 @@ end
 function M.end_turn(session, outcome, nchanges, errmsg)
   local parts = { outcome or 'ended' }
   if errmsg then
-    table.insert(parts, errmsg)
+    table.insert(parts, (tostring(errmsg):gsub('%s*\n%s*', ' ')))
   end
   if nchanges and nchanges > 0 then
     table.insert(parts, string.format('%d change%s to review: :SmithChanges', nchanges, nchanges == 1 and '' or 's'))

@@ -40,6 +40,33 @@ end
 -- root -> session; client_id -> session; start directory -> root.
 local sessions = {}
 local by_client = {}
+
+--- Ends a session whose daemon could not start (its initialize failed):
+--- the process would stay up unused and whatever waits for the client (a
+--- turn) would wait for ever. The waiters get msg; the process is stopped.
+--- Safe in a libuv callback: only plain state changes before vim.schedule.
+local function fail_start(s, msg)
+  if s.initialized or s.stopped then
+    return
+  end
+  s.stopped = true
+  s.stopping = true -- its exit is ours, not news
+  s.status = 'off'
+  if sessions[s.root] == s then
+    sessions[s.root] = nil
+  end
+  vim.schedule(function()
+    local waiters = s.waiters
+    s.waiters = {}
+    for _, fn in ipairs(waiters) do
+      fn(nil, msg)
+    end
+    if s.client_id then
+      vim.lsp.stop_client(s.client_id, true)
+    end
+    util.redraw_status()
+  end)
+end
 local root_cache = {}
 
 -- Notification handlers, set by init.lua (event, changeUpdated, fileChanged).
@@ -130,6 +157,18 @@ local function make_handlers()
           util.error('smith: handling smith/%s failed: %s', name, err)
         end
       end
+    end
+  end
+  -- An error shown before initialize has answered is the daemon saying why
+  -- it cannot start (smith sends it with the failed initialize).
+  local show = vim.lsp.handlers['window/showMessage']
+  handlers['window/showMessage'] = function(err, params, ctx, cfg)
+    local s = by_client[ctx.client_id]
+    if s and not s.initialized and params and params.type == vim.lsp.protocol.MessageType.Error then
+      fail_start(s, params.message)
+    end
+    if show then
+      return show(err, params, ctx, cfg)
     end
   end
   -- Neovim applies the edit itself (with normal undo). Afterwards the buffers
@@ -227,6 +266,16 @@ function M.ensure(root)
         fn(client)
       end
       util.redraw_status()
+    end,
+    on_error = function(_, err)
+      -- Before initialize has answered, an error is initialize failing
+      -- (Neovim 0.10+ reports INITIALIZE_ERROR; 0.7 raises it where it
+      -- cannot be caught, and the daemon's window/showMessage is what
+      -- tells us there).
+      if not s.initialized then
+        local msg = tostring(err)
+        fail_start(s, msg:match('message = "(.-)"') or msg)
+      end
     end,
     on_exit = function(code, signal)
       -- Runs in a libuv callback where most of the API is off limits: only
