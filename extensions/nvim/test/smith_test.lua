@@ -99,8 +99,8 @@ local smith = require('smith')
 local client = require('smith.client')
 local changes = require('smith.changes')
 
--- Runs a turn with :Smith and waits for its end; returns the result.
-local function turn(cmd)
+-- Runs a turn with :Smith and waits for its end; returns { result, err }.
+local function turn_end(cmd)
   local ended
   smith.hooks.turnEnd = function(_, result, err)
     ended = { result = result, err = err }
@@ -110,10 +110,30 @@ local function turn(cmd)
     return ended ~= nil
   end)
   smith.hooks.turnEnd = nil
+  return ended
+end
+
+-- Runs a turn that must succeed; returns the result.
+local function turn(cmd)
+  local ended = turn_end(cmd)
   if ended.err then
     fail('turn failed: ' .. vim.inspect(ended.err))
   end
   return ended.result
+end
+
+-- Makes root the current directory in a single empty window, with no
+-- smith daemon running for it.
+local function fresh_start(root)
+  vim.cmd('silent only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(root))
+  if client.get(root) then
+    vim.cmd('SmithStop')
+    wait_for('the daemon to stop', function()
+      return client.get(root) == nil
+    end)
+  end
 end
 
 local function session_of(root)
@@ -592,15 +612,7 @@ test(':SmithStop stops the daemon; the next turn starts one and keeps the chat b
 end)
 
 test('a smith chat in a terminal that holds the workspace is joined; after it, a turn starts a daemon of its own', function()
-  vim.cmd('silent only')
-  vim.cmd('enew')
-  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
-  if client.get(WS) then
-    vim.cmd('SmithStop')
-    wait_for('the daemon to stop', function()
-      return client.get(WS) == nil
-    end)
-  end
+  fresh_start(WS)
   -- The terminal's interactive chat opens the engine itself (no daemon
   -- runs) and keeps it while its stdin is open.
   local chat_err, chat_code = {}, nil
@@ -636,15 +648,7 @@ test('a smith chat in a terminal that holds the workspace is joined; after it, a
 end)
 
 test('a workspace held by a process that cannot be joined: the turn ends with the reason, and works once it is gone', function()
-  vim.cmd('silent only')
-  vim.cmd('enew')
-  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
-  if client.get(WS) then
-    vim.cmd('SmithStop')
-    wait_for('the daemon to stop', function()
-      return client.get(WS) == nil
-    end)
-  end
+  fresh_start(WS)
   local status = vim.json.decode(vim.fn.system({ BIN, 'status', '--json', '-C', WS, '--upstream', URL }))
   truthy(status.stateDir, 'smith status --json names no stateDir')
   -- flock(1) holds the engine's lock the way another smith would, without
@@ -658,15 +662,7 @@ test('a workspace held by a process that cannot be joined: the turn ends with th
   wait_for('flock to hold the lock', function()
     return held
   end)
-  local ended
-  smith.hooks.turnEnd = function(_, result, err)
-    ended = { result = result, err = err }
-  end
-  vim.cmd('Smith hello')
-  wait_for('the turn to end although the daemon could not start', function()
-    return ended ~= nil
-  end)
-  smith.hooks.turnEnd = nil
+  local ended = turn_end('Smith hello') -- it used to wait for ever
   truthy(ended.err, 'the turn did not fail')
   contains(vim.inspect(ended.err), 'workspace state in use', 'the reason given')
   eq(client.get(WS), nil, 'a session left behind by the failed start')
