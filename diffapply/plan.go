@@ -1,10 +1,14 @@
 package diffapply
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"unsafe"
+
+	udiff "github.com/aymanbagabas/go-udiff"
 )
 
 // Options tune Plan. The zero value detects the path prefix, uses the
@@ -193,9 +197,13 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 	if err != nil {
 		return nil, err
 	}
-	fds, merged := mergeRepeated(fds)
-	if merged > 0 {
-		sc.repairs = append(sc.repairs, fmt.Sprintf("merged %d repeated file section(s) into one each; their hunks are matched against the same original", merged))
+	fds, sections := mergeRepeated(fds)
+	if len(sections) > 0 {
+		n := 0
+		for _, secs := range sections {
+			n += len(secs) - 1
+		}
+		sc.repairs = append(sc.repairs, fmt.Sprintf("merged %d repeated file section(s) into one each; their hunks are matched against the same original", n))
 	}
 	if opts.Target != "" && len(fds) != 1 {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
@@ -223,6 +231,14 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		}
 	} else {
 		eachParallel(len(fds), len(diff), plan)
+	}
+	for i, fd := range fds {
+		if secs := sections[fd]; secs != nil && errs[i] == nil && planned[i] != nil {
+			if f := planSequential(ws, paths, planned[i], secs, opts); f != nil {
+				planned[i] = f
+				p.Repairs = append(p.Repairs, fmt.Sprintf("%s: instead, applied its %d sections one after another, as git apply does: some of their hunks only match the text the sections before them make; the hunks shown are their combined effect", f.Path, len(secs)))
+			}
+		}
 	}
 	seen := map[string]bool{}
 	nextHunk := 1
@@ -413,20 +429,29 @@ func bodyOf(h *hunk) string {
 // mergeRepeated joins sections that modify the same file under the same
 // names, as chat answers do with one fenced diff per change. Their hunks
 // are all matched against the original file, so text one of them writes
-// can never be matched by another (a hunk written against the other's
-// result conflicts rather than applies wrongly). Renames, copies,
-// creations and deletions are never merged.
-func mergeRepeated(fds []*fileDiff) ([]*fileDiff, int) {
+// can never be matched by another. When that leaves a hunk without a
+// match, Plan tries the sections one after another (planSequential), which
+// is what git apply does with them. Renames, copies, creations and
+// deletions are never merged. sections maps each merged section to the
+// sections it was made of, in order.
+func mergeRepeated(fds []*fileDiff) (out []*fileDiff, sections map[*fileDiff][]*fileDiff) {
 	first := map[[2]string]*fileDiff{}
-	out := fds[:0:0]
-	merged := 0
+	out = fds[:0:0]
 	for _, fd := range fds {
 		plain := fd.renameFrom == "" && fd.copyFrom == "" && !fd.newFile && !fd.deletedFile &&
 			fd.oldName != "" && fd.oldName != "/dev/null" && fd.newName != "/dev/null" && fd.oldMode == fd.newMode
 		key := [2]string{fd.oldName, fd.newName}
 		if prev, ok := first[key]; ok && plain {
+			if sections == nil {
+				sections = map[*fileDiff][]*fileDiff{}
+			}
+			if sections[prev] == nil {
+				alone := *prev
+				alone.hunks = slices.Clone(prev.hunks)
+				sections[prev] = []*fileDiff{&alone}
+			}
+			sections[prev] = append(sections[prev], fd)
 			prev.hunks = append(prev.hunks, fd.hunks...)
-			merged++
 			continue
 		}
 		if plain {
@@ -434,5 +459,57 @@ func mergeRepeated(fds []*fileDiff) ([]*fileDiff, int) {
 		}
 		out = append(out, fd)
 	}
-	return out, merged
+	return out, sections
+}
+
+// planSequential plans the sections of one file one after another, each
+// against the text the ones before it made (git's t4127), for when
+// matching all their hunks against the original left one without a
+// match. It returns nil when merged matched fully, or when some section
+// does not match the text before it: merged, with its conflicts, stands.
+// Otherwise the result is planned anew as the diff from the original to
+// the final text, so that its hunks can be previewed, chosen and reverted
+// like any other, and it is checked to give exactly that text.
+func planSequential(ws *workspace, paths *pathCache, merged *File, secs []*fileDiff, opts Options) *File {
+	if merged.Conflict != nil || allOK(merged) || merged.Op != OpModify {
+		return nil
+	}
+	if opts.Reverse {
+		// Undone last first. Their hunks are already reversed: they are
+		// the merged section's, which Plan reversed; a plain modification's
+		// headers name the same file either way.
+		secs = slices.Clone(secs)
+		slices.Reverse(secs)
+	}
+	path, text := merged.Path, merged.Before
+	orig := source{ws: ws, readFile: opts.ReadFile, seen: paths}
+	for _, sec := range secs {
+		sopts := opts
+		sopts.ReadFile = func(rel string) ([]byte, bool, error) {
+			if rel == path {
+				return text, true, nil
+			}
+			return orig.read(rel)
+		}
+		f, err := planFile(source{ws: ws, readFile: sopts.ReadFile, seen: paths}, sec, sopts)
+		if err != nil || f == nil || f.Conflict != nil || !allOK(f) || f.Op != OpModify || f.Path != path {
+			return nil
+		}
+		text = f.After
+	}
+	combined := udiff.Unified("a/"+path, "b/"+path, string(merged.Before), string(text))
+	if combined == "" {
+		return nil // the sections undo each other: nothing sensible to show
+	}
+	fds, _, err := parse([]byte(combined))
+	if err != nil || len(fds) != 1 {
+		return nil
+	}
+	sopts := opts
+	sopts.Strip, sopts.Target = 1, ""
+	f, err := planFile(orig, fds[0], sopts)
+	if err != nil || f == nil || f.Conflict != nil || !allOK(f) || f.Path != path || !bytes.Equal(f.After, text) {
+		return nil
+	}
+	return f
 }

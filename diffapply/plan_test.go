@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,5 +260,67 @@ func TestDeleteRemovesEmptyDirectories(t *testing.T) {
 	}
 	if _, err := os.Stat(root); err != nil {
 		t.Errorf("the root itself went: %v", err)
+	}
+}
+
+// TestRandomSequentialSections: two diffs of one file concatenated, the
+// second made against the result of the first (a → b, then b → c), as
+// concatenated patches and some chat answers are. Whatever smith does, it
+// never gives anything but c: applied (merged, or one section after
+// another) it is exactly c, else a conflict; and it applies most of them.
+func TestRandomSequentialSections(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	lines := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("line %d", r.IntN(1000))
+		}
+		return out
+	}
+	edit := func(in []string) []string {
+		out := slices.Clone(in)
+		for k := 1 + r.IntN(3); k > 0; k-- {
+			i := r.IntN(len(out) + 1)
+			switch r.IntN(3) {
+			case 0:
+				out = slices.Insert(out, i, fmt.Sprintf("new %d", r.IntN(1000)))
+			case 1:
+				if i < len(out) {
+					out = slices.Delete(out, i, i+1)
+				}
+			default:
+				if i < len(out) {
+					out[i] += " changed"
+				}
+			}
+		}
+		return out
+	}
+	join := func(ls []string) string { return strings.Join(ls, "\n") + "\n" }
+	root := t.TempDir()
+	applied := 0
+	const n = 300
+	for it := 0; it < n; it++ {
+		a := lines(5 + r.IntN(40))
+		b := edit(a)
+		c := edit(b)
+		d := udiff.Unified("a/f", "b/f", join(a), join(b)) + udiff.Unified("a/f", "b/f", join(b), join(c))
+		if join(a) == join(b) || join(b) == join(c) {
+			continue
+		}
+		must(t, os.WriteFile(filepath.Join(root, "f"), []byte(join(a)), 0o644))
+		p, err := Plan(root, []byte(d), Options{})
+		must(t, err)
+		if hs, _ := p.Conflicts(); len(hs) > 0 {
+			continue
+		}
+		if got := string(p.Files[0].After); got != join(c) {
+			t.Fatalf("silently wrong:\na %q\nwant %q\ngot %q\n%s", join(a), join(c), got, d)
+		}
+		applied++
+	}
+	t.Logf("applied %d of %d", applied, n)
+	if applied < n*8/10 {
+		t.Errorf("applied %d of %d sequential pairs; most should apply", applied, n)
 	}
 }
