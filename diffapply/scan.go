@@ -445,12 +445,13 @@ func count(body []string) (old, nw int) {
 // counts, while at least one raw hunk did not.
 func (sc *scanned) repairDifflib(endsNL bool) {
 	var repaired [][]string
+	var frags [][]bool
 	var all []*rawHunk
 	rawBad := false
 	for fi, f := range sc.files {
 		for hi, h := range f.hunks {
 			last := fi == len(sc.files)-1 && hi == len(f.hunks)-1
-			body, ok := undifflib(h.body, last && !endsNL)
+			body, frag, ok := undifflib(h.body, last && !endsNL)
 			if !ok {
 				return
 			}
@@ -464,43 +465,169 @@ func (sc *scanned) repairDifflib(endsNL bool) {
 				}
 			}
 			repaired = append(repaired, body)
+			frags = append(frags, frag)
 			all = append(all, h)
 		}
 	}
 	if !rawBad || len(all) == 0 {
 		return
 	}
+	joined := 0
 	for i, h := range all {
 		h.body = repaired[i]
+		if k := countTrue(frags[i]); k > 0 {
+			joined += k
+			h.body = joinFragments(h.body, frags[i])
+			if h.numbered {
+				// The header counted the fragments as lines.
+				h.oldCount, h.newCount = count(h.body)
+			}
+		}
 	}
 	sc.repairs = append(sc.repairs, "removed the blank line difflib put after every body line (AgentSmithy diff)")
+	if joined > 0 {
+		sc.repairs = append(sc.repairs, fmt.Sprintf("rejoined %d line(s) that Python's splitlines had broken at a form feed, vertical tab or other separator (AgentSmithy diff)", joined))
+	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// splitlinesBreak reports whether a difflib body line ends with one of the
+// characters besides \n, \r that Python's str.splitlines breaks lines at
+// (\v, \f, \x1c, \x1d, \x1e, U+0085, U+2028, U+2029): such a line is a
+// fragment of a source line, continued by the next body line.
+func splitlinesBreak(l string) bool {
+	if l == "" {
+		return false
+	}
+	switch l[len(l)-1] {
+	case '\v', '\f', 0x1c, 0x1d, 0x1e:
+		return true
+	}
+	return strings.HasSuffix(l, "\u0085") || strings.HasSuffix(l, "\u2028") || strings.HasSuffix(l, "\u2029")
 }
 
 // undifflib undoes the difflib join for one hunk body. lastNoNL tells that
-// the diff text ended without a newline right after this body.
-func undifflib(body []string, lastNoNL bool) ([]string, bool) {
-	var out []string
+// the diff text ended without a newline right after this body. frag[i]
+// tells that out[i] is a fragment of a source line that the next line of
+// its side continues (see splitlinesBreak); such a line is followed by no
+// separator either, but it did not lack a newline.
+func undifflib(body []string, lastNoNL bool) (out []string, frag []bool, ok bool) {
 	noNL := 0
 	for i := 0; i < len(body); i++ {
 		l := strings.TrimSuffix(body[i], "\r")
 		if l == "" || !strings.ContainsRune(" -+", rune(l[0])) {
-			return nil, false
+			return nil, nil, false
 		}
 		out = append(out, body[i])
+		frag = append(frag, false)
 		switch {
 		case i+1 < len(body) && body[i+1] == "":
 			i++ // the separator: this line had its newline
 		case i+1 == len(body):
 			if lastNoNL {
-				out = append(out, noNewlineMarker)
+				out, frag = append(out, noNewlineMarker), append(frag, false)
 			}
+		case splitlinesBreak(l[1:]):
+			frag[len(frag)-1] = true
 		default:
 			// Followed directly by the next line: it had no newline.
 			noNL++
+			out, frag = append(out, noNewlineMarker), append(frag, false)
+		}
+	}
+	return out, frag, noNL <= 2
+}
+
+// joinFragments rebuilds the source lines that splitlines broke: each side
+// (context and removed lines the old one, context and added lines the new
+// one) is reassembled, then laid out again as common leading context, the
+// removed and the added lines, and common trailing context. The old side
+// is exactly what it was, so the hunk matches where it did.
+func joinFragments(body []string, frag []bool) []string {
+	type line struct {
+		text string
+		noNL bool
+	}
+	var old, nw []line
+	var oldBuf, newBuf strings.Builder
+	lastSide := byte(0)
+	for i, l := range body {
+		if l == noNewlineMarker {
+			switch {
+			case lastSide == '-' && len(old) > 0:
+				old[len(old)-1].noNL = true
+			case lastSide == '+' && len(nw) > 0:
+				nw[len(nw)-1].noNL = true
+			case lastSide == ' ':
+				if len(old) > 0 {
+					old[len(old)-1].noNL = true
+				}
+				if len(nw) > 0 {
+					nw[len(nw)-1].noNL = true
+				}
+			}
+			continue
+		}
+		op, text := l[0], l[1:]
+		lastSide = op
+		if op != '+' {
+			oldBuf.WriteString(text)
+			if !frag[i] {
+				old = append(old, line{text: oldBuf.String()})
+				oldBuf.Reset()
+			}
+		}
+		if op != '-' {
+			newBuf.WriteString(text)
+			if !frag[i] {
+				nw = append(nw, line{text: newBuf.String()})
+				newBuf.Reset()
+			}
+		}
+	}
+	if oldBuf.Len() > 0 {
+		old = append(old, line{text: oldBuf.String()})
+	}
+	if newBuf.Len() > 0 {
+		nw = append(nw, line{text: newBuf.String()})
+	}
+	lead := 0
+	for lead < len(old) && lead < len(nw) && old[lead] == nw[lead] {
+		lead++
+	}
+	trail := 0
+	for trail < len(old)-lead && trail < len(nw)-lead && old[len(old)-1-trail] == nw[len(nw)-1-trail] {
+		trail++
+	}
+	var out []string
+	emit := func(op byte, l line) {
+		out = append(out, string(op)+l.text)
+		if l.noNL {
 			out = append(out, noNewlineMarker)
 		}
 	}
-	return out, noNL <= 2
+	for _, l := range old[:lead] {
+		emit(' ', l)
+	}
+	for _, l := range old[lead : len(old)-trail] {
+		emit('-', l)
+	}
+	for _, l := range nw[lead : len(nw)-trail] {
+		emit('+', l)
+	}
+	for _, l := range old[len(old)-trail:] {
+		emit(' ', l)
+	}
+	return out
 }
 
 // finishHunk drops blank lines that trail a hunk as formatting, turns any
