@@ -441,6 +441,14 @@ func (t *tracker) scan(p []byte) (cut int) {
 		if k := bytes.IndexByte(p[pos:lf], '\r'); k >= 0 {
 			end = pos + k
 		}
+		if !t.inLine && end < len(p) && end-pos >= 5 && string(p[pos:pos+5]) == "data:" {
+			// The line of nearly every event, whole in p: what partial
+			// and endLine would conclude, without their field parsing.
+			t.dirty, t.hasData = true, true
+			t.prevCR = p[end] == '\r'
+			pos = end + 1
+			continue
+		}
 		t.partial(p[pos:end])
 		if end == len(p) {
 			return cut
