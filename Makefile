@@ -2,12 +2,18 @@
 GO ?= go
 NVIM_TESTS := extensions/nvim/test/run.sh
 
-.PHONY: test vet gotest nvimtest build install bench fuzz
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-test: vet gotest nvimtest
+.PHONY: test vet lint gotest nvimtest build install bench fuzz
+
+test: vet lint gotest nvimtest
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck, pinned, fetched through the module proxy on first use.
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 gotest:
 	$(GO) test -count=1 -timeout 12m ./...

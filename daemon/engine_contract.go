@@ -220,23 +220,6 @@ func (e *Engine) Detach(p *Peer) {
 	e.mu.Unlock()
 }
 
-// editor returns p's Editor, or a null one.
-func (p *Peer) editor() Editor {
-	if p == nil || p.ed == nil {
-		return noEditor{}
-	}
-	return p.ed
-}
-
-// noEditor is the Editor of a front without buffers (the CLI, a nil Peer).
-type noEditor struct{}
-
-func (noEditor) Document(string) ([]byte, int32, bool) { return nil, 0, false }
-func (noEditor) ApplyEdit(context.Context, string, []FileEdit) error {
-	return errors.New("no editor attached")
-}
-func (noEditor) Notify(Notification) {}
-
 // queue holds n until flush. Code that runs under applyMu queues its
 // notifications instead of sending them, so that an Editor's Notify never
 // runs while smith holds a lock it might need again (an editor that asks

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +10,15 @@ import (
 	"testing"
 	"time"
 )
+
+// noEditor is an Editor without buffers, to embed.
+type noEditor struct{}
+
+func (noEditor) Document(string) ([]byte, int32, bool) { return nil, 0, false }
+func (noEditor) ApplyEdit(context.Context, string, []FileEdit) error {
+	return errors.New("no editor attached")
+}
+func (noEditor) Notify(Notification) {}
 
 // stalledEditor is an editor that has stopped reading: every Notify blocks
 // until release is closed.

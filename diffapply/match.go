@@ -134,7 +134,7 @@ func (m *matcher) try(j *job, st step) {
 		return m.fits(j, block, at, tb, st)
 	}
 	if len(block) == 0 {
-		m.tryInsert(j, stated)
+		m.tryInsert(j)
 		return
 	}
 	if stated >= 0 && ok(stated) {
@@ -166,20 +166,15 @@ func (m *matcher) try(j *job, st step) {
 // tryInsert places a hunk with no old lines at all: only its line number
 // can say where, so only a numbered hunk (or any hunk on an empty file)
 // is placed.
-func (m *matcher) tryInsert(j *job, stated int) {
+func (m *matcher) tryInsert(j *job) {
 	// Without a single old line nothing verifies the place: only an empty
 	// file is safe (git, too, refuses -U0 insertions without
-	// --unidiff-zero).
+	// --unidiff-zero), and there the place is line 0 whatever the header
+	// says.
 	if m.l.len() != 0 {
 		return
 	}
-	stated = 0
-	for _, c := range m.claims {
-		if stated > c.start && stated < c.end {
-			return
-		}
-	}
-	m.found(j, step{}, stated, 0, 0, 0, stated)
+	m.found(j, step{}, 0, 0, 0, 0, 0)
 }
 
 func (m *matcher) found(j *job, st step, at, tf, tb, blen, stated int) {

@@ -70,5 +70,6 @@ func (r *revalidator) stop() {
 	clear(r.paths)
 	r.mu.Unlock()
 	r.running.Lock()
-	r.running.Unlock() //nolint:staticcheck // an empty critical section: wait for fire
+	//lint:ignore SA2001 an empty critical section on purpose: it waits for a run of fire to end
+	r.running.Unlock()
 }

@@ -70,13 +70,12 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 }
 
 func TestInitializeResult(t *testing.T) {
-	ed, _ := startInProcess(t)
 	ctx := testCtx(t)
 	for _, tt := range []struct {
 		offer []string
 		want  string
 	}{{nil, "utf-16"}, {[]string{"utf-32", "utf-8", "utf-16"}, "utf-8"}} {
-		ed, _ = startInProcess(t)
+		ed, _ := startInProcess(t)
 		raw, err := ed.Initialize(ctx, t.TempDir(), initOpts(t), tt.offer...)
 		if err != nil {
 			t.Fatal(err)

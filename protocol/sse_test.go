@@ -184,23 +184,23 @@ func FuzzSSEReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string, seed uint64) {
 		// The same stream must give the same events however it is split.
-		read := func(r io.Reader) ([]SSEEvent, error, string) {
+		read := func(r io.Reader) ([]SSEEvent, string, error) {
 			sr := NewSSEReader(r, 1<<16)
 			var out []SSEEvent
 			for {
 				e, err := sr.Next()
 				if err != nil {
-					return out, err, sr.LastEventID()
+					return out, sr.LastEventID(), err
 				}
 				e.Retry = nil
 				out = append(out, e)
 			}
 		}
-		w, werr, wid := read(strings.NewReader(in))
+		w, wid, werr := read(strings.NewReader(in))
 		// Tiny reads make go-sse rescan its buffer (quadratic in the event
 		// size): split only inputs of a few KiB.
 		if len(in) <= 8<<10 {
-			g, gerr, gid := read(&randomChunks{s: in, rng: rand.New(rand.NewPCG(seed, 1))})
+			g, gid, gerr := read(&randomChunks{s: in, rng: rand.New(rand.NewPCG(seed, 1))})
 			if diff := cmp.Diff(w, g); diff != "" {
 				t.Fatalf("whole vs split (-whole +split):\n%s", diff)
 			}

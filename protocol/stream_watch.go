@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"slices"
 	"sync"
@@ -85,9 +84,6 @@ const (
 	// of its own; smaller ones are not worth the hand-over.
 	asyncMin = 16 << 10
 )
-
-// errWatchClosed stops a Read once the consumer has gone; nobody sees it.
-var errWatchClosed = errors.New("sse: stream reader closed")
 
 // watch starts reading body. The caller must call close.
 func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize int) *watchedStream {

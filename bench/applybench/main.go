@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.replay = fs.Args()
 	case replayMode || c.repo == "" || fs.NArg() > 0:
 		fs.Usage()
-		return nil, errors.New("usage: applybench -repo PATH [flags] | applybench -replay [flags] CASE.txtar...")
+		return nil, errors.New("usage: applybench -repo PATH [flags] | applybench -replay [flags] CASE.txtar [CASE.txtar]")
 	}
 	c.tools, c.sets, c.kinds = splitList(tools), splitList(sets), splitList(kinds)
 	c.dump, c.ignored = splitList(dump), splitList(ignored)

@@ -85,13 +85,12 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	shutdown     context.Context // cancelled by Close: streams end
-	stopStreams  context.CancelFunc
-	closing      bool           // set by Close (under mu): no new stream starts
-	streams      sync.WaitGroup // streams in flight; Close waits for them
-	srv          *http.Server
-	startedAt    time.Time
-	statusActive bool
+	shutdown    context.Context // cancelled by Close: streams end
+	stopStreams context.CancelFunc
+	closing     bool           // set by Close (under mu): no new stream starts
+	streams     sync.WaitGroup // streams in flight; Close waits for them
+	srv         *http.Server
+	startedAt   time.Time
 }
 
 // New checks the options and prepares a server; it serves nothing until
