@@ -51,7 +51,11 @@ with its match level, and you decide per hunk, like 'git add -p':
   ?  help
 
 Ctrl-C during a turn cancels it (the partial answer is kept, nothing is half
-written); a second Ctrl-C exits.`,
+written); a second Ctrl-C exits.
+
+Beside an editor: when a smith serve holds the workspace, chat runs through it
+(the same dialogs, changes and undo). Otherwise chat opens the workspace itself
+and, while it runs, lets an editor's smith serve and other terminals join it.`,
 		Example: `  smith chat "rename greet to welcome in hello.go"
   smith chat --yes "add a comment to main in main.go"
   smith chat --json --dry-run "create notes.txt with hello" > turn.ndjson
