@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sse "github.com/tmaxmax/go-sse"
 )
@@ -75,6 +76,9 @@ type segment struct {
 	done  chan struct{} // with async, closed once evs and err are set
 	evs   []sse.Event
 	err   error // go-sse's error, if it failed
+	// valid: bytes are valid UTF-8, and so is every event's data, which
+	// is cut out of them at ASCII delimiters: no decoding needed.
+	valid bool
 }
 
 const (
@@ -211,6 +215,7 @@ func (s *segment) frame(max int) {
 	if !s.last {
 		end = io.EOF
 	}
+	s.valid = utf8.Valid(s.bytes)
 	r := &segmentReader{b: s.bytes, end: end}
 	// The prefix counts towards go-sse's limit; the caller's max is the
 	// limit for an event.
@@ -280,7 +285,9 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 			v = s.verdicts[i]
 		}
 		if out, keep := judge(ev, v, ok, &w.lastID); keep {
-			out.Data = decodeUTF8(out.Data)
+			if !s.valid {
+				out.Data = decodeUTF8(out.Data)
+			}
 			feed(out)
 		}
 	}
