@@ -193,6 +193,21 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 	return cur.ID, nil
 }
 
+// Session returns the dialog's session as the upstream reports it
+// (AgentSmithy GET /api/dialogs/{id}/session: the unapproved files, their
+// diffs and base contents), as JSON.
+func (e *Engine) Session(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	id, err := e.sessionDialog(ctx, dialogID)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.client.SessionStatus(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("session of dialog %s: %w", id, err)
+	}
+	return json.Marshal(s)
+}
+
 // Approve accepts the dialog's session (AgentSmithy POST
 // /api/dialogs/{id}/approve) and returns its JSON answer.
 func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {

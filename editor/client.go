@@ -280,6 +280,34 @@ func (c *Client) Status(ctx context.Context) (daemon.Status, error) {
 	return st, err
 }
 
+// Session returns a dialog's session (smith/session), the upstream's JSON;
+// dialogID "" means the current dialog.
+func (c *Client) Session(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	return c.sessionCall(ctx, MethodSession, &SessionParams{DialogID: dialogID})
+}
+
+// Approve accepts a dialog's session (smith/session/approve).
+func (c *Client) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	return c.sessionCall(ctx, MethodSessionApprove, &SessionParams{DialogID: dialogID})
+}
+
+// Reset abandons a dialog's session (smith/session/reset).
+func (c *Client) Reset(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	return c.sessionCall(ctx, MethodSessionReset, &SessionParams{DialogID: dialogID})
+}
+
+// Restore rolls the workspace back to a checkpoint of a dialog
+// (smith/checkpoint/restore).
+func (c *Client) Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error) {
+	return c.sessionCall(ctx, MethodCheckpointRestore, &RestoreParams{DialogID: dialogID, Checkpoint: checkpoint})
+}
+
+func (c *Client) sessionCall(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.call(ctx, method, params, &res)
+	return res, err
+}
+
 // call sends a request and turns an error response into a *RemoteError.
 func (c *Client) call(ctx context.Context, method string, params, result any) error {
 	_, err := c.conn.Call(ctx, method, params, result)

@@ -68,6 +68,7 @@ func (c *client) routeTable() map[string]route {
 		MethodChangeApply:       async(typed(c.changeApply)),
 		MethodChangeReject:      async(typed(c.changeReject)),
 		MethodUndo:              async(typed(c.undo)),
+		MethodSession:           async(typed(c.sessionStatus)),
 		MethodSessionApprove:    async(typed(c.sessionApprove)),
 		MethodSessionReset:      async(typed(c.sessionReset)),
 		MethodCheckpointRestore: async(typed(c.checkpointRestore)),

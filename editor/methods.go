@@ -37,6 +37,7 @@ const (
 	MethodChangeApply       = "smith/change/apply"
 	MethodChangeReject      = "smith/change/reject"
 	MethodUndo              = "smith/undo"
+	MethodSession           = "smith/session"
 	MethodSessionApprove    = "smith/session/approve"
 	MethodSessionReset      = "smith/session/reset"
 	MethodCheckpointRestore = "smith/checkpoint/restore"
@@ -55,7 +56,7 @@ func smithMethods() []string {
 	return []string{
 		MethodChat, MethodDialogs, MethodDialogNew, MethodDialogSelect, MethodDialogRename,
 		MethodDialogDelete, MethodHistory, MethodChanges, MethodChangePreview, MethodChangeApply,
-		MethodChangeReject, MethodUndo, MethodSessionApprove, MethodSessionReset,
+		MethodChangeReject, MethodUndo, MethodSession, MethodSessionApprove, MethodSessionReset,
 		MethodCheckpointRestore, MethodStatus,
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/smith-dev/smith/daemon"
 )
 
-// SessionParams of smith/session/approve and /reset (AgentSmithy only).
+// SessionParams of smith/session, smith/session/approve and /reset
+// (AgentSmithy only).
 type SessionParams struct {
 	DialogID string `json:"dialogId,omitempty"`
 }
@@ -16,6 +17,14 @@ type SessionParams struct {
 type RestoreParams struct {
 	DialogID   string `json:"dialogId,omitempty"`
 	Checkpoint string `json:"checkpoint"`
+}
+
+func (c *client) sessionStatus(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
+	eng, _, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	return eng.Session(ctx, p.DialogID)
 }
 
 func (c *client) sessionApprove(ctx context.Context, p *SessionParams) (json.RawMessage, error) {

@@ -35,6 +35,12 @@ type backend interface {
 	DeleteDialog(ctx context.Context, id string) error
 	History(ctx context.Context, id string, limit, before int) (json.RawMessage, error)
 	Status(ctx context.Context) (daemon.Status, error)
+	// Session, Approve, Reset and Restore are AgentSmithy's session API
+	// for a dialog ("" the current one); they answer the server's JSON.
+	Session(ctx context.Context, dialogID string) (json.RawMessage, error)
+	Approve(ctx context.Context, dialogID string) (json.RawMessage, error)
+	Reset(ctx context.Context, dialogID string) (json.RawMessage, error)
+	Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error)
 	// Attached names the smith serve the commands go through ("" when the
 	// engine runs in this process).
 	Attached() string
@@ -235,6 +241,22 @@ func (l *localBackend) History(ctx context.Context, id string, limit, before int
 
 func (l *localBackend) Status(ctx context.Context) (daemon.Status, error) {
 	return l.eng.Status(ctx), nil
+}
+
+func (l *localBackend) Session(ctx context.Context, id string) (json.RawMessage, error) {
+	return l.eng.Session(ctx, id)
+}
+
+func (l *localBackend) Approve(ctx context.Context, id string) (json.RawMessage, error) {
+	return l.eng.Approve(ctx, id)
+}
+
+func (l *localBackend) Reset(ctx context.Context, id string) (json.RawMessage, error) {
+	return l.eng.Reset(ctx, id)
+}
+
+func (l *localBackend) Restore(ctx context.Context, id, checkpoint string) (json.RawMessage, error) {
+	return l.eng.Restore(ctx, id, checkpoint)
 }
 
 func (l *localBackend) Attached() string { return "" }

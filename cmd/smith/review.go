@@ -64,6 +64,10 @@ func (cs *chatSession) printChangeHeader(c daemon.Change) {
 		verb = "already wrote"
 	}
 	fmt.Fprintf(s.Out, "\n%s the agent %s %s %s (%d hunk%s)\n", style(s.ColorOut(), ansiBold, "Change "+c.ID+":"), verb, c.Kind, c.Path, len(c.Hunks), plural(len(c.Hunks)))
+	if c.Status == daemon.StatusAppliedUpstream && len(c.Hunks) == 0 {
+		fmt.Fprintln(s.Err, "  the server wrote the whole file; smith never saw it before, so it cannot show or reverse it here:\n"+
+			"  smith session lists the server's unapproved writes, smith session reset gives them up")
+	}
 }
 
 func plural(n int) string {

@@ -24,6 +24,7 @@ func subcommands() []subcommand {
 		{"history", newHistoryCmd},
 		{"changes", newChangesCmd},
 		{"undo", newUndoCmd},
+		{"session", newSessionCmd},
 		{"status", newStatusCmd},
 		{"config", newConfigCmd},
 		{"demo", newDemoCmd},
