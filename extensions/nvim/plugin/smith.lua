@@ -47,6 +47,16 @@ cmd('SmithUndo', function(o)
   smith().undo(o.args ~= '' and o.args or nil)
 end, { nargs = '?', desc = 'smith: undo a change (default: the last applied)' })
 
+cmd('SmithSession', function(o)
+  smith().session_action(o.args ~= '' and o.args or nil)
+end, {
+  nargs = '?',
+  complete = function()
+    return { 'approve', 'reset' }
+  end,
+  desc = 'smith: what an AgentSmithy server wrote itself; approve or reset it',
+})
+
 cmd('SmithStop', function()
   smith().stop()
 end, { desc = 'smith: stop the daemons' })

@@ -327,6 +327,38 @@ test('v2: reasoning is folded; a file the server wrote is reloaded, and reject r
   vim.cmd('cd ' .. vim.fn.fnameescape(WS))
 end)
 
+test('v2: :SmithSession lists what the server wrote itself, and reset gives it up', function()
+  vim.cmd('silent only')
+  vim.cmd('enew')
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS_V2))
+  local path = WS_V2 .. '/session-note.txt'
+  local result = turn('Smith create session-note.txt with "hello"')
+  eq(result.outcome, 'completed', 'outcome')
+  eq(read_file(path), 'hello\n', 'the file the server wrote')
+  local listed
+  smith.session_action(nil, { root = WS_V2 }, function(err, res)
+    listed = { err = err, res = res }
+  end)
+  wait_for('the session', function()
+    return listed ~= nil
+  end)
+  truthy(not listed.err, 'session failed: ' .. vim.inspect(listed.err))
+  local paths = {}
+  for _, f in ipairs(listed.res.changed_files or {}) do
+    paths[f.path] = f.status
+  end
+  eq(paths['session-note.txt'], 'added', 'the session lists the new file')
+  local reset
+  smith.session_action('reset', { root = WS_V2, force = true }, function(err, res)
+    reset = { err = err, res = res }
+  end)
+  wait_for('the reset', function()
+    return reset ~= nil
+  end)
+  truthy(not reset.err, 'reset failed: ' .. vim.inspect(reset.err))
+  eq(read_file(path), nil, 'the file after reset')
+end)
+
 test('a change is accepted hunk by hunk into the open buffer and the file', function()
   local rel = 'calc.go'
   local path = WS .. '/' .. rel

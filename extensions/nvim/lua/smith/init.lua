@@ -263,6 +263,56 @@ function M.undo(change_id, root, cb)
   end)
 end
 
+--- AgentSmithy's session of the current dialog: what the server wrote
+--- itself and has not had approved. action is nil (list the files),
+--- 'approve' or 'reset' (which asks first unless opts.force). cb(err,
+--- result) gets the server's answer.
+function M.session_action(action, opts, cb)
+  opts = opts or {}
+  local session = M.session(opts.root)
+  if not session then
+    return
+  end
+  local method = ({ approve = 'smith/session/approve', reset = 'smith/session/reset' })[action or '']
+  if action and not method then
+    util.error('smith: unknown session action %q (use approve or reset)', action)
+    return
+  end
+  if action == 'reset' and not opts.force then
+    local ok = vim.fn.confirm(
+      'smith: reset gives up every unapproved write of the server in this dialog (the server keeps a checkpoint). Go ahead?',
+      '&Yes\n&No',
+      2
+    )
+    if ok ~= 1 then
+      return
+    end
+  end
+  session:request(method or 'smith/session', {}, function(err, result)
+    if err then
+      util.error('smith: session%s failed: %s', action and (' ' .. action) or '', util.errmsg(err))
+    elseif not action then
+      local files = result and result.changed_files or {}
+      if #files == 0 then
+        util.info('smith: nothing unapproved in this dialog')
+      else
+        local lines = { string.format('smith: %d unapproved file(s) (:SmithSession approve, :SmithSession reset):', #files) }
+        for _, f in ipairs(files) do
+          table.insert(lines, string.format('  %s %s (+%d -%d)', (f.status or '?'):sub(1, 1):upper(), f.path, f.additions or 0, f.deletions or 0))
+        end
+        util.info('%s', table.concat(lines, '\n'))
+      end
+    elseif action == 'approve' then
+      util.info('smith: approved %d checkpoint(s)', result and result.commits_approved or 0)
+    else
+      util.info('smith: reset; the discarded writes are kept as checkpoint %s', tostring(result and result.pre_reset_checkpoint))
+    end
+    if cb then
+      cb(err, result)
+    end
+  end)
+end
+
 --- The :SmithDialogs picker.
 function M.dialogs(root)
   local session = M.session(root)
