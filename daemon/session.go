@@ -208,6 +208,21 @@ func (e *Engine) Session(ctx context.Context, dialogID string) (json.RawMessage,
 	return json.Marshal(s)
 }
 
+// Checkpoints lists the dialog's checkpoints on the active session branch,
+// oldest first (AgentSmithy GET /api/dialogs/{id}/checkpoints), as JSON:
+// what Restore can go back to.
+func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	id, err := e.sessionDialog(ctx, dialogID)
+	if err != nil {
+		return nil, err
+	}
+	l, err := e.client.Checkpoints(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints of dialog %s: %w", id, err)
+	}
+	return json.Marshal(l)
+}
+
 // Approve accepts the dialog's session (AgentSmithy POST
 // /api/dialogs/{id}/approve) and returns its JSON answer.
 func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {

@@ -286,6 +286,11 @@ func (c *Client) Session(ctx context.Context, dialogID string) (json.RawMessage,
 	return c.sessionCall(ctx, MethodSession, &SessionParams{DialogID: dialogID})
 }
 
+// Checkpoints lists a dialog's checkpoints (smith/checkpoints).
+func (c *Client) Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	return c.sessionCall(ctx, MethodCheckpoints, &SessionParams{DialogID: dialogID})
+}
+
 // Approve accepts a dialog's session (smith/session/approve).
 func (c *Client) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
 	return c.sessionCall(ctx, MethodSessionApprove, &SessionParams{DialogID: dialogID})

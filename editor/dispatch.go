@@ -69,6 +69,7 @@ func (c *client) routeTable() map[string]route {
 		MethodChangeReject:      async(typed(c.changeReject)),
 		MethodUndo:              async(typed(c.undo)),
 		MethodSession:           async(typed(c.sessionStatus)),
+		MethodCheckpoints:       async(typed(c.checkpoints)),
 		MethodSessionApprove:    async(typed(c.sessionApprove)),
 		MethodSessionReset:      async(typed(c.sessionReset)),
 		MethodCheckpointRestore: async(typed(c.checkpointRestore)),

@@ -38,6 +38,7 @@ const (
 	MethodChangeReject      = "smith/change/reject"
 	MethodUndo              = "smith/undo"
 	MethodSession           = "smith/session"
+	MethodCheckpoints       = "smith/checkpoints"
 	MethodSessionApprove    = "smith/session/approve"
 	MethodSessionReset      = "smith/session/reset"
 	MethodCheckpointRestore = "smith/checkpoint/restore"
@@ -56,7 +57,7 @@ func smithMethods() []string {
 	return []string{
 		MethodChat, MethodDialogs, MethodDialogNew, MethodDialogSelect, MethodDialogRename,
 		MethodDialogDelete, MethodHistory, MethodChanges, MethodChangePreview, MethodChangeApply,
-		MethodChangeReject, MethodUndo, MethodSession, MethodSessionApprove, MethodSessionReset,
+		MethodChangeReject, MethodUndo, MethodSession, MethodCheckpoints, MethodSessionApprove, MethodSessionReset,
 		MethodCheckpointRestore, MethodStatus,
 	}
 }

@@ -27,6 +27,14 @@ func (c *client) sessionStatus(ctx context.Context, p *SessionParams) (json.RawM
 	return eng.Session(ctx, p.DialogID)
 }
 
+func (c *client) checkpoints(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
+	eng, _, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	return eng.Checkpoints(ctx, p.DialogID)
+}
+
 func (c *client) sessionApprove(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
 	eng, _, err := c.session()
 	if err != nil {

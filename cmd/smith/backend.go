@@ -38,6 +38,7 @@ type backend interface {
 	// Session, Approve, Reset and Restore are AgentSmithy's session API
 	// for a dialog ("" the current one); they answer the server's JSON.
 	Session(ctx context.Context, dialogID string) (json.RawMessage, error)
+	Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error)
 	Approve(ctx context.Context, dialogID string) (json.RawMessage, error)
 	Reset(ctx context.Context, dialogID string) (json.RawMessage, error)
 	Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error)
@@ -245,6 +246,10 @@ func (l *localBackend) Status(ctx context.Context) (daemon.Status, error) {
 
 func (l *localBackend) Session(ctx context.Context, id string) (json.RawMessage, error) {
 	return l.eng.Session(ctx, id)
+}
+
+func (l *localBackend) Checkpoints(ctx context.Context, id string) (json.RawMessage, error) {
+	return l.eng.Checkpoints(ctx, id)
 }
 
 func (l *localBackend) Approve(ctx context.Context, id string) (json.RawMessage, error) {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,8 +52,23 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"upstream":    cmdUpstream,
 			"await-chats": cmdAwaitChats,
+			"capture":     cmdCapture,
 		},
 	})
+}
+
+// cmdCapture sets the environment variable NAME to the first group of
+// REGEXP in the last command's stdout: capture NAME REGEXP (for an id a
+// script must pass on, such as a checkpoint).
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME REGEXP")
+	}
+	m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: %q not found in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // chatCounter counts the chat requests a script's upstream received; each

@@ -23,25 +23,27 @@ func newSessionCmd(s *IOStreams) *cobra.Command {
 	var f settingsFlags
 	o := &sessionOptions{}
 	cmd := &cobra.Command{
-		Use:   "session [status|approve|reset|restore CHECKPOINT]",
+		Use:   "session [status|checkpoints|approve|reset|restore CHECKPOINT]",
 		Short: "Review, approve or undo what an AgentSmithy server wrote itself",
 		Long: `An AgentSmithy server writes files itself and keeps every turn's writes in a
 session, per dialog, until they are approved. smith shows what the server wrote
 and lets you reject hunks of a diff it sent, but a whole file the server wrote
 (write_to_file) can only be taken back this way:
 
-  status    the unapproved files of the dialog, with their line counts (default)
-  approve   accept them: a new session starts from here
-  reset     give them all up: the server restores the approved state (it keeps
-            a checkpoint of what it discards first)
-  restore   roll the workspace back to a checkpoint of the dialog (the id is in
-            the user event of each turn: smith history --json)
+  status       the unapproved files of the dialog, with their line counts (default)
+  checkpoints  the dialog's checkpoints, oldest first: one before each turn
+  approve      accept them: a new session starts from here
+  reset        give them all up: the server restores the approved state (it
+               keeps a checkpoint of what it discards first)
+  restore      roll the workspace back to a checkpoint of the dialog (smith
+               session checkpoints lists them)
 
 reset and restore rewrite files: they ask first on a terminal, and need --yes
 otherwise. The dialog is the current one unless --dialog names another. Other
 upstreams have no sessions: the command exits 1 saying so.`,
 		Example: `  smith session
   smith session approve
+  smith session checkpoints
   smith session reset --yes
   smith session restore 9692df864aa109f4fbac5354619c13dd612b84ae
   smith session --json -d 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b`,
@@ -52,10 +54,10 @@ upstreams have no sessions: the command exits 1 saying so.`,
 				sub, args = args[0], args[1:]
 			}
 			switch {
-			case sub != "status" && sub != "approve" && sub != "reset" && sub != "restore":
-				return usageErrorf("unknown session subcommand %q (use status, approve, reset or restore)", sub)
+			case sub != "status" && sub != "checkpoints" && sub != "approve" && sub != "reset" && sub != "restore":
+				return usageErrorf("unknown session subcommand %q (use status, checkpoints, approve, reset or restore)", sub)
 			case sub == "restore" && len(args) != 1:
-				return usageErrorf("smith session restore needs the CHECKPOINT to go back to (the user event of each turn names one: smith history --json)")
+				return usageErrorf("smith session restore needs the CHECKPOINT to go back to (smith session checkpoints lists them)")
 			case sub != "restore" && len(args) != 0:
 				return usageErrorf("smith session %s takes no argument, got %q", sub, args[0])
 			}
@@ -87,6 +89,8 @@ func runSession(ctx context.Context, s *IOStreams, b backend, o *sessionOptions,
 	switch sub {
 	case "status":
 		raw, err = b.Session(ctx, dialog)
+	case "checkpoints":
+		raw, err = b.Checkpoints(ctx, dialog)
 	case "approve":
 		raw, err = b.Approve(ctx, dialog)
 	case "reset", "restore":
@@ -155,6 +159,19 @@ func printSession(s *IOStreams, sub, name string, raw json.RawMessage) error {
 			fmt.Fprintf(s.Out, "  %s %s (+%d -%d)\n", mark, f.Path, f.Additions, f.Deletions)
 		}
 		fmt.Fprintln(s.Err, "approve with: smith session approve; give them up with: smith session reset")
+	case "checkpoints":
+		var l protocol.CheckpointList
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return fmt.Errorf("the server's checkpoint list: %w", err)
+		}
+		if len(l.Checkpoints) == 0 {
+			fmt.Fprintf(s.Out, "%s: no checkpoints\n", name)
+			return nil
+		}
+		for _, c := range l.Checkpoints {
+			fmt.Fprintf(s.Out, "%s  %s\n", c.CommitID, c.Message)
+		}
+		fmt.Fprintln(s.Err, "go back to one with: smith session restore CHECKPOINT")
 	case "approve":
 		var r protocol.ApproveResult
 		if err := json.Unmarshal(raw, &r); err != nil {
