@@ -197,42 +197,39 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 // (AgentSmithy GET /api/dialogs/{id}/session: the unapproved files, their
 // diffs and base contents), as JSON.
 func (e *Engine) Session(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	id, err := e.sessionDialog(ctx, dialogID)
-	if err != nil {
-		return nil, err
-	}
-	s, err := e.client.SessionStatus(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("session of dialog %s: %w", id, err)
-	}
-	return json.Marshal(s)
+	return askSession(ctx, e, dialogID, "session of dialog %s", func(id string) (*protocol.SessionStatus, error) {
+		return e.client.SessionStatus(ctx, id)
+	})
 }
 
 // Checkpoints lists the dialog's checkpoints on the active session branch,
 // oldest first (AgentSmithy GET /api/dialogs/{id}/checkpoints), as JSON:
 // what Restore can go back to.
 func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	id, err := e.sessionDialog(ctx, dialogID)
-	if err != nil {
-		return nil, err
-	}
-	l, err := e.client.Checkpoints(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoints of dialog %s: %w", id, err)
-	}
-	return json.Marshal(l)
+	return askSession(ctx, e, dialogID, "checkpoints of dialog %s", func(id string) (*protocol.CheckpointList, error) {
+		return e.client.Checkpoints(ctx, id)
+	})
 }
 
 // Approve accepts the dialog's session (AgentSmithy POST
 // /api/dialogs/{id}/approve) and returns its JSON answer.
 func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
+	return askSession(ctx, e, dialogID, "approve dialog %s", func(id string) (*protocol.ApproveResult, error) {
+		return e.client.Approve(ctx, id, "")
+	})
+}
+
+// askSession resolves the dialog (the current one for ""), makes one call
+// of the upstream's session API for it and returns the answer as JSON;
+// what names the call in the error ("... %s" gets the dialog id).
+func askSession[T any](ctx context.Context, e *Engine, dialogID, what string, call func(id string) (T, error)) (json.RawMessage, error) {
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.client.Approve(ctx, id, "")
+	r, err := call(id)
 	if err != nil {
-		return nil, fmt.Errorf("approve dialog %s: %w", id, err)
+		return nil, fmt.Errorf(what+": %w", id, err)
 	}
 	return json.Marshal(r)
 }
