@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,34 @@ func TestEditorJoinsTerminalChat(t *testing.T) {
 	}
 	if strings.Contains(chatErr.String(), "level=") {
 		t.Errorf("the shared engine's server logged into the chat's terminal:\n%s", chatErr.String())
+	}
+}
+
+// TestSessionThroughDaemon: smith session lists, checkpoints and resets an
+// AgentSmithy (v2) server's own writes through a running smith serve, and
+// the editor is told the file changed behind it.
+func TestSessionThroughDaemon(t *testing.T) {
+	a := newAttachEnv(t, upstream.Options{Protocol: upstream.ProtocolV2})
+	ctx := testContext(t)
+	ed := a.serve()
+	a.mustRun("chat", "--yes", `create shared.txt with "hi"`)
+	if _, err := os.Stat(filepath.Join(a.ws, "shared.txt")); err != nil {
+		t.Fatalf("the server did not write shared.txt: %v", err)
+	}
+	out, errs := a.mustRun("session")
+	if !strings.Contains(out, "A shared.txt (+1 -0)") || !strings.Contains(errs, "smith session reset") {
+		t.Errorf("smith session through the daemon:\n%s", out)
+	}
+	if out, _ = a.mustRun("session", "checkpoints"); !regexpMatch(`(?m)^[0-9a-f]{40}  User message: create shared.txt`, out) {
+		t.Errorf("smith session checkpoints through the daemon:\n%s", out)
+	}
+	a.mustRun("session", "reset", "--yes")
+	if _, err := os.Stat(filepath.Join(a.ws, "shared.txt")); !os.IsNotExist(err) {
+		t.Errorf("shared.txt after smith session reset: %v", err)
+	}
+	if _, err := ed.WaitNotification(ctx, editor.MethodFileChanged, func(p json.RawMessage) bool {
+		return strings.Contains(string(p), "shared.txt")
+	}); err != nil {
+		t.Errorf("the editor was not told that the reset removed shared.txt: %v", err)
 	}
 }
