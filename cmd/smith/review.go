@@ -63,11 +63,16 @@ func (cs *chatSession) printChangeHeader(c daemon.Change) {
 	if c.Status == daemon.StatusAppliedUpstream {
 		verb = "already wrote"
 	}
-	fmt.Fprintf(s.Out, "\n%s the agent %s %s %s (%d hunk%s)\n", style(s.ColorOut(), ansiBold, "Change "+c.ID+":"), verb, c.Kind, c.Path, len(c.Hunks), plural(len(c.Hunks)))
+	head := style(s.ColorOut(), ansiBold, "Change "+c.ID+":")
 	if c.Status == daemon.StatusAppliedUpstream && len(c.Hunks) == 0 {
-		fmt.Fprintln(s.Err, "  the server wrote the whole file; smith never saw it before, so it cannot show or reverse it here:\n"+
+		// A whole-file write: smith cannot tell what was there before, not
+		// even whether the file existed, so no kind and no hunks.
+		fmt.Fprintf(s.Out, "\n%s the agent already wrote %s (the whole file)\n", head, c.Path)
+		fmt.Fprintln(s.Err, "  smith never saw it before, so it cannot show or reverse it here:\n"+
 			"  smith session lists the server's unapproved writes, smith session reset gives them up")
+		return
 	}
+	fmt.Fprintf(s.Out, "\n%s the agent %s %s %s (%d hunk%s)\n", head, verb, c.Kind, c.Path, len(c.Hunks), plural(len(c.Hunks)))
 }
 
 func plural(n int) string {
