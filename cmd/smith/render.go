@@ -75,6 +75,12 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 		if c.AppliedUpstream {
 			what = "wrote"
 		}
+		if c.AppliedUpstream && c.Diff == "" && c.Kind == protocol.ChangeModify {
+			// A whole-file write (AgentSmithy write_to_file): whether the
+			// file existed before is not known.
+			r.status(style(r.errCol, ansiCyan, "✎ ") + fmt.Sprintf("the agent wrote %s (the whole file)", r.relPath(c.Path)))
+			break
+		}
 		r.status(style(r.errCol, ansiCyan, "✎ ") + fmt.Sprintf("the agent %s a change: %s %s", what, c.Kind, r.relPath(c.Path)))
 	case protocol.KindError:
 		r.status(style(r.errCol, ansiRed, "error: ") + errorLine(ev.Error))
