@@ -335,6 +335,7 @@ test('v2: :SmithSession lists what the server wrote itself, and reset gives it u
   local result = turn('Smith create session-note.txt with "hello"')
   eq(result.outcome, 'completed', 'outcome')
   eq(read_file(path), 'hello\n', 'the file the server wrote')
+  contains(buf_text(session_of(WS_V2).chat_buf), '`session-note.txt` written whole by the server', 'the chat line of a whole-file write')
   local listed
   smith.session_action(nil, { root = WS_V2 }, function(err, res)
     listed = { err = err, res = res }

@@ -306,6 +306,12 @@ function renderers.change(session, ev)
   local how = c.appliedUpstream and 'written by the server' or 'proposed'
   local path = c.path or '?'
   path = util.relative(path, session.root) or path
+  if c.appliedUpstream and (c.diff or '') == '' and (c.kind or 'modify') == 'modify' then
+    -- A whole-file write: nothing to review hunk by hunk; the session is
+    -- the way back.
+    M.lines(session, { string.format('- `%s` written whole by the server (:SmithSession to review or reset)', path) }, 'item')
+    return
+  end
   M.lines(session, { string.format('- change %s `%s` %s', c.kind or 'modify', path, how) }, 'item')
 end
 
