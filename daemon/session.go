@@ -171,8 +171,14 @@ func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before i
 // sessionDialog is the dialog a session call acts on: the given one, else
 // the current one.
 func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
-	if !e.hasDialogAPI(ctx) {
-		return "", fmt.Errorf("%w: approve, reset and restore need an AgentSmithy upstream with sessions", ErrUnsupported)
+	switch e.dialogMode(ctx) {
+	case modeLocal:
+		return "", fmt.Errorf("%w: sessions (approve, reset, restore, checkpoints) need an AgentSmithy upstream", ErrUnsupported)
+	case modeUnknown:
+		// No answer yet: say why, rather than "unsupported".
+		if _, err := e.client.CurrentDialog(ctx); err != nil {
+			return "", fmt.Errorf("ask the upstream for its current dialog: %w", err)
+		}
 	}
 	if id != "" {
 		return id, nil
@@ -188,7 +194,7 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("ask the upstream for its current dialog: %w", err)
 	}
 	if cur.ID == "" {
-		return "", fmt.Errorf("%w: there is no current dialog; name one", ErrUnknownDialog)
+		return "", fmt.Errorf("%w: there is no current dialog yet; send a chat message first, or name a dialog", ErrUnknownDialog)
 	}
 	return cur.ID, nil
 }
