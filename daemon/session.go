@@ -75,11 +75,6 @@ func noDialogAPI(err error) bool {
 	return false
 }
 
-// hasDialogAPI reports whether the upstream is known to keep dialogs.
-func (e *Engine) hasDialogAPI(ctx context.Context) bool {
-	return e.dialogMode(ctx) == modeUpstream
-}
-
 // upstreamCurrentOrNew returns the upstream's current dialog, creating one
 // (made current) when there is none.
 func (e *Engine) upstreamCurrentOrNew(ctx context.Context) (string, error) {
