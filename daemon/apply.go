@@ -80,13 +80,10 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
-	c, err := e.record(changeID)
+	c, snap, err := e.recordSnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	snap := c.snapshot()
-	e.mu.Unlock()
 	if snap.Abs == "" {
 		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to reject", changeID, snap.Reason)
 	}
@@ -240,13 +237,10 @@ func (c *changeRecord) snapshot() changeRecord {
 // revalidate re-plans a pending change against text and reports whether
 // its status or hunks changed.
 func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
-	c, err := e.record(id)
+	c, snap, err := e.recordSnapshot(id)
 	if err != nil {
 		return false
 	}
-	e.mu.Lock()
-	snap := c.snapshot()
-	e.mu.Unlock()
 	if snap.Abs == "" || snap.Src.AppliedUpstream {
 		return false
 	}

@@ -166,13 +166,10 @@ type applyStep struct {
 // user sees. Nothing is written. A file changed since the plan re-validates
 // the change and is ErrConflict.
 func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
-	c, err := e.record(changeID)
+	c, snap, err := e.recordSnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	snap := c.snapshot()
-	e.mu.Unlock()
 	switch snap.Status {
 	case StatusPending, StatusUndone:
 	case StatusConflict:

@@ -335,8 +335,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 		return nil, err
 	}
 	e.mu.Lock()
-	snap := *c
-	snap.Hunks = slices.Clone(c.Hunks)
+	snap := c.snapshot()
 	e.mu.Unlock()
 	if snap.Abs == "" {
 		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
@@ -376,6 +375,22 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 func (e *Engine) record(id string) (*changeRecord, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.recordLocked(id)
+}
+
+// recordSnapshot returns change id's record and a copy of it (snapshot),
+// both taken in one hold of e.mu.
+func (e *Engine) recordSnapshot(id string) (*changeRecord, changeRecord, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err := e.recordLocked(id)
+	if err != nil {
+		return nil, changeRecord{}, err
+	}
+	return c, c.snapshot(), nil
+}
+
+func (e *Engine) recordLocked(id string) (*changeRecord, error) {
 	c, ok := e.changes[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
