@@ -395,32 +395,44 @@ func (e *Editor) Notifications(method string) []Notification {
 // WaitNotification waits until a notification with method satisfies
 // match (nil matches any) and returns it.
 func (e *Editor) WaitNotification(ctx context.Context, method string, match func(json.RawMessage) bool) (Notification, error) {
-	stop := context.AfterFunc(ctx, func() {
-		e.mu.Lock()
-		e.cond.Broadcast()
-		e.mu.Unlock()
-	})
-	defer stop()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for seen := 0; ; {
+	var found Notification
+	seen := 0
+	err := e.waitFor(ctx, func() bool {
 		for ; seen < len(e.notes); seen++ {
-			n := e.notes[seen]
-			if n.Method == method && (match == nil || match(n.Params)) {
-				return n, nil
+			if n := e.notes[seen]; n.Method == method && (match == nil || match(n.Params)) {
+				found = n
+				return true
 			}
 		}
-		if ctx.Err() != nil {
-			return Notification{}, fmt.Errorf("waiting for %s: %w", method, ctx.Err())
-		}
-		e.cond.Wait()
+		return false
+	})
+	if err != nil {
+		return Notification{}, fmt.Errorf("waiting for %s: %w", method, err)
 	}
+	return found, nil
 }
 
 // WaitRawError waits for the n-th (from 1) error response the server sent
 // for a message the connection could not match to a call (a malformed
 // frame), and returns it.
 func (e *Editor) WaitRawError(ctx context.Context, n int) (json.RawMessage, error) {
+	var got json.RawMessage
+	err := e.waitFor(ctx, func() bool {
+		if len(e.rawErrs) < n {
+			return false
+		}
+		got = e.rawErrs[n-1]
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for error response %d: %w", n, err)
+	}
+	return got, nil
+}
+
+// waitFor calls done under e.mu each time what the server sent changes,
+// until it reports true or ctx ends (its error is returned).
+func (e *Editor) waitFor(ctx context.Context, done func() bool) error {
 	stop := context.AfterFunc(ctx, func() {
 		e.mu.Lock()
 		e.cond.Broadcast()
@@ -429,13 +441,13 @@ func (e *Editor) WaitRawError(ctx context.Context, n int) (json.RawMessage, erro
 	defer stop()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for len(e.rawErrs) < n {
+	for !done() {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("waiting for error response %d: %w", n, ctx.Err())
+			return ctx.Err()
 		}
 		e.cond.Wait()
 	}
-	return e.rawErrs[n-1], nil
+	return nil
 }
 
 // Wait waits for the server process to exit and returns its exit code.
