@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/smith-dev/smith/daemon"
 )
 
 // route handles one method. params is the raw "params" member (nil when
@@ -68,10 +70,10 @@ func (c *client) routeTable() map[string]route {
 		MethodChangeApply:       async(typed(c.changeApply)),
 		MethodChangeReject:      async(typed(c.changeReject)),
 		MethodUndo:              async(typed(c.undo)),
-		MethodSession:           async(typed(c.sessionStatus)),
-		MethodCheckpoints:       async(typed(c.checkpoints)),
-		MethodSessionApprove:    async(typed(c.sessionApprove)),
-		MethodSessionReset:      async(typed(c.sessionReset)),
+		MethodSession:           async(typed(c.sessionCall((*daemon.Engine).Session))),
+		MethodCheckpoints:       async(typed(c.sessionCall((*daemon.Engine).Checkpoints))),
+		MethodSessionApprove:    async(typed(c.sessionCall((*daemon.Engine).Approve))),
+		MethodSessionReset:      async(typed(c.sessionCall((*daemon.Engine).Reset))),
 		MethodCheckpointRestore: async(typed(c.checkpointRestore)),
 		MethodStatus:            async(typed(c.status)),
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/smith-dev/smith/daemon"
 )
 
-// SessionParams of smith/session, smith/session/approve and /reset
+// SessionParams of smith/session, smith/checkpoints, smith/session/approve and /reset
 // (AgentSmithy only).
 type SessionParams struct {
 	DialogID string `json:"dialogId,omitempty"`
@@ -19,36 +19,17 @@ type RestoreParams struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-func (c *client) sessionStatus(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
-	eng, _, err := c.session()
-	if err != nil {
-		return nil, err
+// sessionCall is the handler of a session method that takes only a
+// dialog: call is the engine's method (Session, Checkpoints, Approve,
+// Reset).
+func (c *client) sessionCall(call func(*daemon.Engine, context.Context, string) (json.RawMessage, error)) func(context.Context, *SessionParams) (json.RawMessage, error) {
+	return func(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
+		eng, _, err := c.session()
+		if err != nil {
+			return nil, err
+		}
+		return call(eng, ctx, p.DialogID)
 	}
-	return eng.Session(ctx, p.DialogID)
-}
-
-func (c *client) checkpoints(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
-	eng, _, err := c.session()
-	if err != nil {
-		return nil, err
-	}
-	return eng.Checkpoints(ctx, p.DialogID)
-}
-
-func (c *client) sessionApprove(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
-	eng, _, err := c.session()
-	if err != nil {
-		return nil, err
-	}
-	return eng.Approve(ctx, p.DialogID)
-}
-
-func (c *client) sessionReset(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
-	eng, _, err := c.session()
-	if err != nil {
-		return nil, err
-	}
-	return eng.Reset(ctx, p.DialogID)
 }
 
 func (c *client) checkpointRestore(ctx context.Context, p *RestoreParams) (json.RawMessage, error) {
