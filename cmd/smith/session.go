@@ -74,12 +74,9 @@ upstreams have no sessions: the command exits 1 saying so.`,
 }
 
 func runSession(ctx context.Context, s *IOStreams, b backend, o *sessionOptions, sub string, args []string) error {
+	// The engine resolves "" to the current dialog itself; asking for its
+	// id here only to print it would cost a round trip to the upstream.
 	dialog := o.dialog
-	if dialog == "" {
-		if st, err := b.Status(ctx); err == nil {
-			dialog = st.CurrentDialog
-		}
-	}
 	name := "the current dialog"
 	if dialog != "" {
 		name = "dialog " + dialog
