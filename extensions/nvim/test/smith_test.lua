@@ -170,6 +170,18 @@ local function wait_attached(buf, s)
   end)
 end
 
+-- Writes calc_source('total') to WS/rel, opens it, and waits until smith
+-- mirrors the buffer: returns the path, that text, the buffer and the session.
+local function open_calc(rel)
+  local path = WS .. '/' .. rel
+  local before = calc_source('total')
+  write_file(path, before)
+  local buf = open_file(rel)
+  local s = session_of(WS)
+  wait_attached(buf, s)
+  return path, before, buf, s
+end
+
 -- Proposes a rename and opens its preview; returns the change record and
 -- the preview buffer.
 local function propose_and_preview(rel, old, new)
@@ -362,13 +374,8 @@ end)
 
 test('a change is accepted hunk by hunk into the open buffer and the file', function()
   local rel = 'calc.go'
-  local path = WS .. '/' .. rel
-  local before = calc_source('total')
+  local path, before, buf, s = open_calc(rel)
   local after = calc_source('sum')
-  write_file(path, before)
-  local buf = open_file(rel)
-  local s = session_of(WS)
-  wait_attached(buf, s)
   local p, pbuf, id = propose_and_preview(rel, 'total', 'sum')
   eq(#p.located, 2, 'hunks in the preview')
   local hunk_ids = { p.located[1].hunk.id, p.located[2].hunk.id }
@@ -414,12 +421,7 @@ end)
 
 test('rejecting a change leaves the buffer and the file as they were', function()
   local rel = 'reject.go'
-  local path = WS .. '/' .. rel
-  local before = calc_source('total')
-  write_file(path, before)
-  local buf = open_file(rel)
-  local s = session_of(WS)
-  wait_attached(buf, s)
+  local path, before, buf, s = open_calc(rel)
   local result = turn(string.format('Smith rename total to sum in %s', rel))
   local id = result.changes[1]
   -- :SmithChanges lists the hunks in the quickfix list and previews the change.
@@ -461,13 +463,8 @@ end)
 
 test(':SmithUndo restores the buffer and the file', function()
   local rel = 'undo.go'
-  local path = WS .. '/' .. rel
-  local before = calc_source('total')
+  local path, before, buf, s = open_calc(rel)
   local after = calc_source('sum')
-  write_file(path, before)
-  local buf = open_file(rel)
-  local s = session_of(WS)
-  wait_attached(buf, s)
   local _, pbuf, id = propose_and_preview(rel, 'total', 'sum')
   press(pbuf, 'A')
   wait_for('the accepted change in the buffer and on disk', function()
@@ -489,12 +486,7 @@ end)
 
 test('a buffer with unsaved edits gets the change on top of them and is not written', function()
   local rel = 'dirty.go'
-  local path = WS .. '/' .. rel
-  local before = calc_source('total')
-  write_file(path, before)
-  local buf = open_file(rel)
-  local s = session_of(WS)
-  wait_attached(buf, s)
+  local path, before, buf, s = open_calc(rel)
   -- An unsaved edit at the top: smith plans against the buffer, not the disk.
   api.nvim_buf_set_lines(buf, 0, 0, false, { '// unsaved note' })
   local _, pbuf = propose_and_preview(rel, 'total', 'sum')
