@@ -43,9 +43,7 @@ func waitChange(t *testing.T, s *session, id, status string) daemon.Change {
 // editor is told, before any apply (the file on disk never changes, so the watcher
 // has nothing to see).
 func TestDidChangeRevalidates(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
 	if err := s.Open(ctx, path, calcGo); err != nil {

@@ -178,9 +178,7 @@ func TestSessionUnsupported(t *testing.T) {
 // reports begin and end on that token; a smith/chat without one gets a
 // token smith created (the fake editor announces window.workDoneProgress).
 func TestProgress(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	_, s := serveCalc(t)
 	ctx := testCtx(t)
 	var res chatResult
 	if err := s.Call(ctx, editor.MethodExecuteCommand, map[string]any{
@@ -218,9 +216,7 @@ func TestProgress(t *testing.T) {
 // still holds the workspace/applyEdit makes smith cancel that request too
 // ($/cancelRequest server → client), and nothing is applied.
 func TestCancelPropagatesToTheEditor(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
 	if err := s.Open(ctx, path, calcGo); err != nil {
@@ -260,9 +256,7 @@ func TestCancelPropagatesToTheEditor(t *testing.T) {
 // TestEditorRefusesTheEdit: applied=false from the editor is a conflict
 // and the change stays pending.
 func TestEditorRefusesTheEdit(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	if err := s.Open(ctx, filepath.Join(ws, "calc.go"), calcGo); err != nil {
 		t.Fatal(err)
@@ -316,9 +310,7 @@ func TestProgressCancel(t *testing.T) {
 // TestWatcherUpdatesTheEditor: a file edited behind smith's back makes the
 // pending change a conflict, and the editor hears of it.
 func TestWatcherUpdatesTheEditor(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
 	if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte("package calc\n"), 0o644); err != nil {

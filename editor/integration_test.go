@@ -103,6 +103,15 @@ type session struct {
 	stateDir string
 }
 
+// serveCalc serves a workspace holding calc.go against a legacy (v0)
+// upstream, which proposes diffs rather than writing files: the setup of
+// most tests here.
+func serveCalc(t *testing.T) (ws string, s *session) {
+	ws = workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	return ws, serve(t, ws, up, t.TempDir())
+}
+
 // serve starts smith serve for ws against up and initializes it.
 func serve(t *testing.T, ws, up, stateDir string, extra ...string) *session {
 	t.Helper()
@@ -180,9 +189,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 func TestTurnStreamsEvents(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	res := s.mustChat("rename total to sum in calc.go")
 
 	evs := s.events(res.TurnID)
@@ -266,9 +273,7 @@ func TestApplyToOpenBufferAndToDisk(t *testing.T) {
 }
 
 func TestApplyOneHunkThenTheRest(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
 	c := s.change(res.Changes[0])
@@ -295,9 +300,7 @@ func TestApplyOneHunkThenTheRest(t *testing.T) {
 }
 
 func TestPreviewAndReject(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
 	var pv daemon.Preview
@@ -426,9 +429,7 @@ func TestDialogBusy(t *testing.T) {
 }
 
 func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
 	changed := strings.Replace(calcGo, "total := 0", "total := 1 // edited meanwhile", 1)
@@ -446,9 +447,7 @@ func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
 }
 
 func TestConflictWhenTheBufferChangedBeforeApply(t *testing.T) {
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := serve(t, ws, up, t.TempDir())
+	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
 	if err := s.Open(ctx, path, calcGo); err != nil {
