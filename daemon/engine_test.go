@@ -79,10 +79,7 @@ func TestV2TurnRecordsAppliedUpstreamAndRejectsOneHunk(t *testing.T) {
 }
 
 func TestV0ProposalAppliedToDisk(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, p, c := renameProposed(t)
 	if c.Status != StatusPending || len(c.Hunks) != 2 {
 		t.Fatalf("change %+v: want pending with 2 hunks", c)
 	}
@@ -141,10 +138,7 @@ func TestPlanUsesTheOpenBufferNotDisk(t *testing.T) {
 }
 
 func TestPerHunkApplyThenTheRest(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, p, c := renameProposed(t)
 	got, err := f.e.Apply(context.Background(), p, c.ID, []string{c.Hunks[1].ID})
 	if err != nil {
 		t.Fatal(err)
@@ -168,10 +162,7 @@ func TestPerHunkApplyThenTheRest(t *testing.T) {
 }
 
 func TestRejectPendingWritesNothing(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, p, c := renameProposed(t)
 	got, err := f.e.Reject(context.Background(), p, c.ID, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -260,6 +260,17 @@ func (f *fixture) mustChat(p *Peer, msg string) (*ChatResult, []protocol.Event) 
 	return res, evs
 }
 
+// renameProposed is a fixture on main.go with a legacy (v0) upstream,
+// after a turn that proposed renaming Foo to Bar (pending, nothing
+// written): a terminal's peer and the change.
+func renameProposed(t testing.TB) (*fixture, *Peer, Change) {
+	t.Helper()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	p := f.e.Attach(nil)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	return f, p, f.change(res)
+}
+
 // change returns the one change of res.
 func (f *fixture) change(res *ChatResult) Change {
 	f.t.Helper()

@@ -108,10 +108,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 }
 
 func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, p, c := renameProposed(t)
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -141,10 +138,7 @@ func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
 }
 
 func TestPreviewShowsTheResultWithoutWriting(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, _, c := renameProposed(t)
 	pv, err := f.e.Preview(context.Background(), c.ID, []string{"h1"})
 	if err != nil {
 		t.Fatal(err)
@@ -357,10 +351,7 @@ func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
 }
 
 func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	p := f.e.Attach(nil)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, p, c := renameProposed(t)
 	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
