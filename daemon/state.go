@@ -104,12 +104,12 @@ type undoRecord struct {
 	Before   blobRef           `json:"before"`
 	After    blobRef           `json:"after"`
 	State    string            `json:"state"`
-	Prev     map[string]string `json:"prevHunks"`  // hunk statuses before the write
+	Prev     map[string]string `json:"prevHunks"` // hunk statuses before the write
 	// Hunks are the ids the write applied or took back (nil: all of the
 	// change's), so that a restart after a crash can settle the change's
 	// status from a write that happened.
-	Hunks []string `json:"hunks,omitempty"`
-	PrevStat string            `json:"prevStatus"` // change status before the write
+	Hunks    []string `json:"hunks,omitempty"`
+	PrevStat string   `json:"prevStatus"` // change status before the write
 }
 
 // blobRef names file content: absent, or the sha256 of bytes kept in blobs/.
