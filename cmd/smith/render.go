@@ -44,6 +44,7 @@ type turnRenderer struct {
 	block     string // "text" | "reasoning" | "" — what the last bytes on out belong to
 	col       int    // current column on out
 	citations []protocol.Citation
+	tools     map[string]string // tool call id → last status
 	// beforeStatus is called before a line is written to errw, so that a
 	// spinner can erase itself first.
 	beforeStatus func()
@@ -58,7 +59,23 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 			r.write("reasoning", ev.Text)
 		}
 	case protocol.KindToolCall:
-		r.status(style(r.errCol, ansiCyan, "⚙ ") + toolLine(ev.ToolCall))
+		tc := ev.ToolCall
+		if tc.ID != "" {
+			// Chunks with one id are one call whose status moves: one
+			// line, and a line more only if it fails.
+			prev, seen := r.tools[tc.ID]
+			if r.tools == nil {
+				r.tools = make(map[string]string)
+			}
+			r.tools[tc.ID] = tc.Status
+			if seen {
+				if tc.Status == "error" && prev != "error" {
+					r.status(style(r.errCol, ansiYellow, "⚠ ") + fmt.Sprintf("tool %s failed", tc.Name))
+				}
+				break
+			}
+		}
+		r.status(style(r.errCol, ansiCyan, "⚙ ") + toolLine(tc))
 	case protocol.KindToolResult:
 		if ev.ToolResult.Error != "" {
 			r.status(style(r.errCol, ansiYellow, "⚠ ") + fmt.Sprintf("tool %s failed: %s", ev.ToolResult.Name, ev.ToolResult.Error))
