@@ -501,8 +501,9 @@ func checkDiff(t *testing.T, f *fixture, p sdk.RequestPermissionRequest) {
 	if p.ToolCall.Kind == nil || *p.ToolCall.Kind != sdk.ToolKindEdit {
 		t.Errorf("tool call kind %v, want edit", p.ToolCall.Kind)
 	}
-	if len(p.ToolCall.Locations) == 0 || p.ToolCall.Locations[0].Path != d.Path {
-		t.Errorf("locations %+v, want main.go", p.ToolCall.Locations)
+	// The first hunk: "total" is first on line 7, with 3 lines of context.
+	if l := p.ToolCall.Locations; len(l) == 0 || l[0].Path != d.Path || l[0].Line == nil || *l[0].Line != 4 {
+		t.Errorf("locations %+v, want main.go line 4 (the first hunk)", l)
 	}
 }
 

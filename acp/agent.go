@@ -15,6 +15,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/diffapply"
 )
 
 // Session modes (session/set_mode).
@@ -45,6 +46,10 @@ type agent struct {
 	caps        sdk.ClientCapabilities
 	eng         *daemon.Engine
 	peer        *daemon.Peer
+	// files confines the paths smith reads or writes for the client (fs/*
+	// requests, files named in a prompt) by the rules every writer of
+	// smith uses.
+	files *diffapply.Workspace
 	startMode   string
 	sessions    map[string]*session
 	// fsSession is the session whose id smith's fs/* requests carry (they
@@ -95,7 +100,7 @@ func (a *agent) close() error {
 		return nil
 	}
 	eng.Detach(peer)
-	return eng.Close()
+	return errors.Join(eng.Close(), a.files.Close())
 }
 
 // Errors the client sees. JSON-RPC codes: -32602 for what names something
@@ -198,7 +203,12 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 			}
 			return nil, internalError(fmt.Errorf("start smith's engine on %s: %w", ws, err))
 		}
-		a.eng = eng
+		files, err := diffapply.OpenWorkspace(eng.Workspace(), eng.StateDir())
+		if err != nil {
+			eng.Close()
+			return nil, internalError(fmt.Errorf("open the workspace %s: %w", ws, err))
+		}
+		a.eng, a.files = eng, files
 		a.peer = eng.Attach(&fsEditor{a: a})
 		a.log.Info("engine started", "workspace", ws, "upstream", cfg.Upstream, "state", eng.StateDir())
 		return eng, nil
@@ -209,8 +219,9 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 	return a.eng, nil
 }
 
-// within reports whether path is root or under it, after symlinks.
-// TODO(fs): use the daemon's exported confinement function once it lands.
+// within reports whether path is root or under it, after symlinks: the
+// check of a session's cwd, a directory (files go through
+// diffapply.Workspace.Confine, which takes regular files only).
 func within(root, path string) (bool, error) {
 	r, err := filepath.EvalSymlinks(root)
 	if err != nil {

@@ -38,7 +38,7 @@ func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
 	if !caps.Fs.ReadTextFile && !caps.Fs.WriteTextFile {
 		return nil, 0, false
 	}
-	if ok, err := a.inWorkspace(path); err != nil || !ok {
+	if _, err := a.confine(path); err != nil {
 		return nil, 0, false
 	}
 	if caps.Fs.ReadTextFile {
@@ -133,12 +133,16 @@ func (a *agent) fsSessionID() string {
 	return a.fsSession
 }
 
-func (a *agent) inWorkspace(path string) (bool, error) {
+// confine checks a path the client or the upstream named against the
+// workspace's rules (inside the root, also through symlinks; not .git, not
+// smith's state; a regular file or none): the error says which rule.
+func (a *agent) confine(path string) (string, error) {
 	a.mu.Lock()
-	eng := a.eng
+	files := a.files
 	a.mu.Unlock()
-	if eng == nil {
-		return false, errors.New("no workspace yet")
+	if files == nil {
+		return "", errors.New("no workspace yet: open a session first")
 	}
-	return within(eng.Workspace(), path)
+	abs, _, err := files.Confine(path)
+	return abs, err
 }

@@ -126,9 +126,8 @@ func (a *agent) promptMessage(blocks []sdk.ContentBlock) (string, *protocol.Chat
 			put(name)
 			return nil
 		}
-		in, err := a.inWorkspace(path)
-		if err != nil || !in {
-			return invalidParams("the prompt names %s, which is outside the workspace %s; smith sends the agent only files under the workspace", path, a.eng.Workspace())
+		if _, err := a.confine(path); err != nil {
+			return invalidParams("the prompt names %s, which smith does not send to the agent: %v (the workspace is %s)", path, err, a.eng.Workspace())
 		}
 		rel, _ := filepath.Rel(a.eng.Workspace(), path)
 		put(filepath.ToSlash(rel))

@@ -176,7 +176,7 @@ func (t *turnMapper) toolCall(tc *protocol.ToolCall) {
 						abs = filepath.Join(t.a.eng.Workspace(), p)
 					}
 					title = tc.Name + " " + p
-					if in, err := t.a.inWorkspace(abs); err == nil && in {
+					if abs, err := t.a.confine(abs); err == nil {
 						locs = append(locs, sdk.ToolCallLocation{Path: abs})
 					}
 					break
@@ -347,23 +347,18 @@ func (a *agent) changeCall(c daemon.Change) *sdk.SessionUpdateToolCall {
 	return tc
 }
 
-// changeDiff is the ACP diff of a change from the engine's preview: the
-// whole file before and after (oldText absent for a new file). For a
-// change already written the preview runs backwards (the file now, then
-// with the change taken out), so it is turned around.
+// changeDiff is the ACP diff of a change: the engine's preview, the whole
+// file before and after, forward whatever the status (oldText absent for a
+// new file).
 func (a *agent) changeDiff(c daemon.Change, abs string) (sdk.ToolCallContent, error) {
 	pv, err := a.eng.Preview(a.ctx, c.ID, nil)
 	if err != nil {
 		return sdk.ToolCallContent{}, err
 	}
-	before, after := pv.Original, pv.Result
-	if c.Status == daemon.StatusApplied || c.Status == daemon.StatusAppliedUpstream {
-		before, after = after, before
-	}
 	if c.Kind == protocol.ChangeCreate {
-		return sdk.ToolDiffContent(abs, after), nil
+		return sdk.ToolDiffContent(abs, pv.Result), nil
 	}
-	return sdk.ToolDiffContent(abs, after, before), nil
+	return sdk.ToolDiffContent(abs, pv.Result, pv.Original), nil
 }
 
 func changeToolID(id string) sdk.ToolCallId { return sdk.ToolCallId("change-" + id) }
@@ -380,9 +375,20 @@ func changeTitle(c daemon.Change) string {
 	return "Edit " + c.Path
 }
 
-// changeLocations points the client at the file of a change.
+// changeLocations points the client at the first hunk of a change, in the
+// file as it is now: the old side of a pending hunk, the new side of a
+// written one (the engine's ranges; 0 means "at the top").
 func changeLocations(abs string, c daemon.Change) []sdk.ToolCallLocation {
-	return []sdk.ToolCallLocation{{Path: abs}}
+	loc := sdk.ToolCallLocation{Path: abs}
+	if len(c.Hunks) > 0 {
+		h := c.Hunks[0]
+		line := h.OldStart
+		if h.Status == daemon.StatusApplied || h.Status == daemon.StatusAppliedUpstream {
+			line = h.NewStart
+		}
+		loc.Line = sdk.Ptr(max(line, 1))
+	}
+	return []sdk.ToolCallLocation{loc}
 }
 
 // work decides the queued changes one after the other: by the session's
