@@ -79,7 +79,7 @@ func (c *client) chatContext(cc *ChatContext) *protocol.ChatContext {
 	cf := &protocol.CurrentFile{Path: path}
 	text := []byte(nil)
 	if doc, ok := c.docs.get(path); ok {
-		cf.Language, text = doc.languageID, doc.text
+		cf.Language, text = doc.languageID, doc.seen()
 	} else if b, err := os.ReadFile(path); err == nil {
 		text = b
 	}
