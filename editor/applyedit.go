@@ -139,6 +139,7 @@ func (c *client) Notify(n daemon.Notification) {
 		err = c.conn.Notify(ctx, MethodChangeUpdated, &ChangeUpdatedParams{Change: *n.Change})
 	case daemon.NoteFileChanged:
 		err = c.conn.Notify(ctx, MethodFileChanged, &FileChangedParams{Path: n.Path, URI: pathToURI(c.absPath(n.Path))})
+		c.reloadBehind(n.Path)
 	default:
 		c.log.Debug("unknown engine notification", "kind", n.Kind)
 		return

@@ -7,6 +7,8 @@ import (
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/editor/editortest"
+	"github.com/smith-dev/smith/protocol/upstream"
 )
 
 // An editor that reports its edits late (eglot: didChange from an idle
@@ -45,5 +47,86 @@ func TestApplyBeforeTheEditorReportsThePreviousEdit(t *testing.T) {
 	}
 	if b, _ := s.Buffer(path); strings.Count(b.Text, "sum") != 1 {
 		t.Fatalf("buffer after undoing the last apply:\n%s", b.Text)
+	}
+}
+
+// eglotCaps are the client capabilities of Emacs eglot 1.9 that matter to
+// smith: versioned workspace edits, no workDoneProgress, no showDocument,
+// no positionEncodings.
+func eglotCaps() map[string]any {
+	return map[string]any{
+		"workspace": map[string]any{"applyEdit": true, "workspaceEdit": map[string]any{"documentChanges": true}},
+		"textDocument": map[string]any{
+			"codeAction":         map[string]any{"codeActionLiteralSupport": map[string]any{"codeActionKind": map[string]any{"valueSet": []string{"quickfix", "source"}}}},
+			"publishDiagnostics": map[string]any{"relatedInformation": false},
+		},
+	}
+}
+
+// plainServe starts smith serve for ws against up and initializes it as a
+// plain LSP client with caps: it never calls smith/* methods, only
+// workspace/executeCommand.
+func plainServe(t *testing.T, ws, up string, caps map[string]any) *session {
+	t.Helper()
+	ed := editortest.Start(t, smithBin, "serve", "--log-level", "debug", "--upstream", up, "--state-dir", t.TempDir())
+	ed.Capabilities(caps)
+	if _, err := ed.Initialize(testCtx(t), ws, nil); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return &session{Editor: ed, t: t, ws: ws}
+}
+
+// command runs a smith command through workspace/executeCommand, as a
+// plain LSP client does (no arguments when params is nil).
+func (s *session) command(name string, params any, result any) error {
+	args := []any{}
+	if params != nil {
+		args = append(args, params)
+	}
+	return s.Call(testCtx(s.t), editor.MethodExecuteCommand, map[string]any{"command": name, "arguments": args}, result)
+}
+
+// A file the upstream writes itself (AgentSmithy v2) reaches the open
+// buffer of a plain LSP client as a workspace/applyEdit: it does not know
+// smith/fileChanged.
+func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
+	s := plainServe(t, ws, up, eglotCaps())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(calcGo, "total", "sum")
+	if got := readFile(t, path); got != want {
+		t.Fatalf("the upstream did not write calc.go:\n%s", got)
+	}
+	if err := s.WaitBuffer(ctx, path, func(text string) bool { return text == want }); err != nil {
+		b, _ := s.Buffer(path)
+		t.Fatalf("the open buffer was not brought to the text on disk: %v\n%s", err, b.Text)
+	}
+}
+
+// smith's own plugins reload on smith/fileChanged: they get no edit for it.
+func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	s.mustChat("rename total to sum in calc.go")
+	if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Edits()); n != 0 {
+		t.Fatalf("a plugin got %d workspace edits for a file written on disk", n)
 	}
 }

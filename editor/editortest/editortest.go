@@ -355,6 +355,7 @@ func (e *Editor) Type(ctx context.Context, path, text string) error {
 	}
 	b.Text, b.Version = text, b.Version+1
 	v := b.Version
+	e.cond.Broadcast()
 	e.mu.Unlock()
 	return e.didChangeFull(ctx, path, text, v)
 }

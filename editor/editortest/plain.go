@@ -65,6 +65,7 @@ func (e *Editor) editDeferred(path, text string) bool {
 		return false
 	}
 	b.Text, b.Version = text, b.Version+1
+	e.cond.Broadcast()
 	for _, p := range e.unsent {
 		if p == path {
 			return true
@@ -122,4 +123,12 @@ func (e *Editor) recordRequest(method string, params json.RawMessage) (any, bool
 		return map[string]any{"success": true}, true
 	}
 	return nil, true
+}
+
+// WaitBuffer waits until the open buffer of path satisfies ok.
+func (e *Editor) WaitBuffer(ctx context.Context, path string, ok func(text string) bool) error {
+	return e.waitFor(ctx, func() bool {
+		b, open := e.bufs[path]
+		return open && ok(b.Text)
+	})
 }
