@@ -59,6 +59,7 @@ func (c *client) chat(ctx context.Context, p *ChatParams) (any, error) {
 	}
 	res, err := eng.Chat(ctx, peer, req, emit)
 	prog.end(res)
+	c.turnEnded(ctx, p.Message, prog, res, err)
 	if err != nil {
 		return nil, wireError(err, res)
 	}

@@ -1,6 +1,7 @@
 package editor_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,115 @@ func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
 	}
 	if n := len(s.Edits()); n != 0 {
 		t.Fatalf("a plugin got %d workspace edits for a file written on disk", n)
+	}
+}
+
+// showDocCaps are eglotCaps plus window.showDocument.
+func showDocCaps() map[string]any {
+	caps := eglotCaps()
+	caps["window"] = map[string]any{"showDocument": map[string]any{"support": true}}
+	return caps
+}
+
+type showDocument struct {
+	URI       string `json:"uri"`
+	TakeFocus bool   `json:"takeFocus"`
+}
+
+func (s *session) shownDocuments(n int) []showDocument {
+	s.t.Helper()
+	raw, err := s.WaitRequest(testCtx(s.t), "window/showDocument", n)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := make([]showDocument, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+type shownMessage struct {
+	Type    int    `json:"type"`
+	Message string `json:"message"`
+}
+
+func (s *session) waitMessage(match func(shownMessage) bool) shownMessage {
+	s.t.Helper()
+	var got shownMessage
+	_, err := s.WaitNotification(testCtx(s.t), "window/showMessage", func(p json.RawMessage) bool {
+		var m shownMessage
+		json.Unmarshal(p, &m)
+		if match(m) {
+			got = m
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		s.t.Fatalf("no matching window/showMessage among %v: %v", s.Notifications("window/showMessage"), err)
+	}
+	return got
+}
+
+// A plain client that can show documents gets the transcript of a turn (a
+// Markdown file under the state folder) and a change's preview (a .diff)
+// opened with window/showDocument, and the turn's end as a message (it
+// announced no workDoneProgress).
+func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, showDocCaps())
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	docs := s.shownDocuments(1)
+	transcript := editortest.PathOf(docs[0].URI)
+	if filepath.Ext(transcript) != ".md" || docs[0].TakeFocus {
+		t.Errorf("transcript shown as %+v, want a .md without focus", docs[0])
+	}
+	if got := readFile(t, transcript); !strings.Contains(got, "rename total to sum in calc.go") || !strings.Contains(got, strings.TrimSpace(res.Text)[:20]) {
+		t.Errorf("transcript %s:\n%s", transcript, got)
+	}
+	s.waitMessage(func(m shownMessage) bool {
+		return m.Type == 3 && strings.Contains(m.Message, "turn completed") && strings.Contains(m.Message, "1 change proposed")
+	})
+
+	var pv daemon.Preview
+	if err := s.command("smith.change.preview", map[string]any{"changeId": res.Changes[0]}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	docs = s.shownDocuments(2)
+	diff := editortest.PathOf(docs[1].URI)
+	if filepath.Ext(diff) != ".diff" || !docs[1].TakeFocus {
+		t.Errorf("preview shown as %+v, want a .diff with focus", docs[1])
+	}
+	if got := readFile(t, diff); got != pv.Diff || !strings.Contains(got, "+\tsum := 0") {
+		t.Errorf("preview file %s:\n%s\nwant the preview's diff:\n%s", diff, got, pv.Diff)
+	}
+}
+
+// A plain client without showDocument or progress (eglot) is told the
+// end of a turn and a failure with window/showMessage.
+func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, eglotCaps())
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	s.waitMessage(func(m shownMessage) bool { return m.Type == 3 && strings.Contains(m.Message, "turn completed") })
+
+	down := plainServe(t, ws, "http://127.0.0.1:9", eglotCaps())
+	if err := down.command("smith.chat", map[string]any{"message": "hello"}, &res); err == nil {
+		t.Fatal("a turn against an upstream that is down succeeded")
+	}
+	down.waitMessage(func(m shownMessage) bool { return m.Type == 1 && strings.Contains(m.Message, "failed") })
+	if n := len(down.Requests("window/showDocument")); n != 0 {
+		t.Errorf("%d documents shown to a client without showDocument", n)
 	}
 }
