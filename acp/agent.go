@@ -49,9 +49,9 @@ type agent struct {
 	// files confines the paths smith reads or writes for the client (fs/*
 	// requests, files named in a prompt) by the rules every writer of
 	// smith uses.
-	files *diffapply.Workspace
-	startMode   string
-	sessions    map[string]*session
+	files     *diffapply.Workspace
+	startMode string
+	sessions  map[string]*session
 	// fsSession is the session whose id smith's fs/* requests carry (they
 	// need one; the engine asks for files without saying for which
 	// session): the one of the running or latest prompt.
