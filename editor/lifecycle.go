@@ -178,6 +178,7 @@ func capsOf(caps ClientCapabilities) clientCaps {
 	}
 	if caps.Window != nil {
 		cc.workDoneProgress = caps.Window.WorkDoneProgress
+		cc.showDocument = caps.Window.ShowDocument != nil && caps.Window.ShowDocument.Support
 	}
 	return cc
 }
