@@ -343,10 +343,14 @@ type health struct {
 	ServerError  *string   `json:"server_error"`
 	ConfigValid  *bool     `json:"config_valid"`
 	ConfigErrors *[]string `json:"config_errors"`
+	// Workspace is a smith extension (the real server does not report
+	// it): a client that found this server by itself checks it serves its
+	// workspace before it sends anything (protocol.ClientConfig.Workspace).
+	Workspace string `json:"workspace"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid}
+	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid, Workspace: s.ws.root}
 	valid := true
 	h.ConfigValid = &valid
 	if data, err := os.ReadFile(s.statusPath()); err == nil {
