@@ -123,7 +123,7 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 	if t, _, _, ok := e.document(p, abs); ok {
 		return t, true, nil
 	}
-	b, exists, err := readFile(abs)
+	b, exists, err := e.ws.readFile(abs)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", abs, err)
 	}
@@ -245,14 +245,14 @@ func contentHash(b []byte, exists bool) string {
 // verifyUpstream checks a change the upstream says it already wrote
 // against disk: the file must hold the post-image.
 func (e *Engine) verifyUpstream(c *changeRecord) {
-	disk, exists, err := readFile(c.Abs)
+	disk, exists, err := e.ws.readFile(c.Abs)
 	if err != nil {
 		c.Status, c.Reason = StatusConflict, fmt.Sprintf("read %s: %v", c.Path, err)
 		return
 	}
 	c.BaseHash = contentHash(disk, exists)
 	if c.OldAbs != "" {
-		if _, oldExists, _ := readFile(c.OldAbs); oldExists {
+		if _, oldExists, _ := e.ws.readFile(c.OldAbs); oldExists {
 			c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported renaming %s to %s, but %s still exists", c.OldPath, c.Path, c.OldPath)
 			return
 		}
