@@ -228,6 +228,9 @@ type client struct {
 	exited       chan struct{}
 	exitNoShutdn bool
 	closing      bool // teardown started: no new handlers
+
+	// smithAware: the editor called a smith/* method itself (behindwrite.go).
+	smithAware atomic.Bool
 }
 
 // lifecycle is the LSP state of a connection.
@@ -250,6 +253,7 @@ type clientCaps struct {
 	documentChanges  bool
 	resourceOps      map[string]bool
 	workDoneProgress bool
+	showDocument     bool
 }
 
 // session returns the engine and peer, or an error before initialize.
