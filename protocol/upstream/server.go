@@ -142,7 +142,8 @@ func New(opts Options) (*Server, error) {
 // Workspace is the absolute workspace directory.
 func (s *Server) Workspace() string { return s.ws.root }
 
-// Handler serves the whole API. Streams end when the request's context
+// Handler serves the whole API to local clients only (localOnly: no
+// request a web page could make). Streams end when the request's context
 // does or when Close is called.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -177,7 +178,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusNotFound, detail("Not Found"))
 	})
-	return s.logRequests(mux)
+	return s.logRequests(localOnly(mux))
 }
 
 // Start listens on addr (host:port; port 0 picks a free one), writes
