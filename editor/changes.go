@@ -59,7 +59,7 @@ func (c *client) changeApply(ctx context.Context, p *ChangeParams) (*daemon.Chan
 			return nil, err
 		}
 	}
-	return eng.Apply(ctx, peer, p.ChangeID, p.Hunks)
+	return c.decided(eng.Apply(ctx, peer, p.ChangeID, p.Hunks))
 }
 
 func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Change, error) {
@@ -72,7 +72,7 @@ func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Cha
 			return nil, err
 		}
 	}
-	return eng.Reject(ctx, peer, p.ChangeID, p.Hunks)
+	return c.decided(eng.Reject(ctx, peer, p.ChangeID, p.Hunks))
 }
 
 func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error) {
@@ -80,5 +80,5 @@ func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error
 	if err != nil {
 		return nil, err
 	}
-	return eng.Undo(ctx, peer, p.ChangeID)
+	return c.decided(eng.Undo(ctx, peer, p.ChangeID))
 }

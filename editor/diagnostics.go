@@ -246,3 +246,17 @@ func (c *client) changePaths(ch *daemon.Change) []string {
 	}
 	return out
 }
+
+// decided publishes the diagnostics of a change an apply, reject or undo
+// has just decided, before its response goes out. The engine's
+// changeUpdated publishes them too, but from the notification queue,
+// usually after the response: Emacs 28's jsonrpc stops reading a batch of
+// messages at the response its request waits for, and leaves what follows
+// unread until the server writes again, so eglot would keep showing the
+// decided hunk.
+func (c *client) decided(ch *daemon.Change, err error) (*daemon.Change, error) {
+	if ch != nil {
+		c.publishDiagnostics(c.changePaths(ch)...)
+	}
+	return ch, err
+}

@@ -351,6 +351,7 @@ func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 	if a := acts["Accept hunk"]; a.Kind != "quickfix" || a.Command.Command != "smith.change.apply" || !strings.Contains(string(a.Command.Arguments[0]), `"hunks"`) {
 		t.Errorf("Accept hunk: %+v", a)
 	}
+	s.DeferChanges(true) // as eglot: didChange comes late
 	// Helix: the command without arguments applies the hunk of the last code action.
 	var after daemon.Change
 	if err := s.command("smith.change.apply", nil, &after); err != nil {
