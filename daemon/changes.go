@@ -55,7 +55,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	case err != nil:
 		c.Status = StatusRejected
 		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
-		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (nothing was written)", id, src.Path, e.ws.root, err)
+		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		if src.AppliedUpstream {
+			// "Nothing was written" would be false: the server wrote it.
+			c.Reason = fmt.Sprintf("the server itself wrote %s, outside the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, outside the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
 		c.setRename(oldAbs, oldRel)
@@ -445,7 +450,12 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 	return requested, nil
 }
 
-// saveLocked writes the state file. Called with e.mu held.
+// saveLocked writes the state file. Called with e.mu held. Every change
+// of the set of open changes is saved, so this is also where the watcher
+// learns that the directories it should watch may have moved.
 func (e *Engine) saveLocked() error {
+	if e.watch != nil {
+		e.watch.changesMoved()
+	}
 	return e.store.save(e.st)
 }

@@ -265,7 +265,9 @@ func ApplyInitOptions(cfg daemon.Config, init InitOptions) (daemon.Config, error
 		cfg.AutoApply = *init.AutoApply
 	}
 	if cfg.Upstream == "" {
-		cfg.Upstream = DefaultUpstream
+		// Nobody named this address: the server there must show it serves
+		// this workspace before it gets anything.
+		cfg.Upstream, cfg.CheckUpstreamWorkspace = DefaultUpstream, true
 	}
 	return cfg, nil
 }

@@ -167,6 +167,8 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 			MaxMessage:   st.Int("max_message"),
 			MaxEventSize: st.Int("max_event_size"),
 			AutoApply:    st.Bool("auto_apply"),
+
+			CheckUpstreamWorkspace: upstreamFound(st),
 		}
 		return editor.ApplyInitOptions(cfg, editor.InitOptions{})
 	}
