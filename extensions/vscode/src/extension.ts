@@ -5,7 +5,7 @@
 // file or computes a hunk.
 import * as vscode from 'vscode';
 import * as path from 'node:path';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { SmithSession, REVIEWABLE, hunkLine } from './session';
 import type { Change, Dialog, Hunk, Status } from './protocol';
 import { advise, type Action } from './errors';
@@ -123,7 +123,8 @@ class SmithExtension {
       return;
     }
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const serverOptions: ServerOptions = { command: bin, args: ['serve'], transport: TransportKind.stdio, options: { cwd: folder } };
+    // No `transport`: TransportKind.stdio would add a --stdio argument that smith serve does not take.
+    const serverOptions: ServerOptions = { command: bin, args: ['serve'], options: { cwd: folder } };
     const upstream = cfg.get<string>('upstream', '').trim();
     const init: Record<string, unknown> = { autoApply: cfg.get<string>('applyMode', 'review') === 'auto' };
     if (upstream) init.upstream = upstream;
