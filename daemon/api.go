@@ -28,7 +28,13 @@ type Config struct {
 	MaxEventSize int              // default protocol.DefaultMaxEventSize
 	AutoApply    bool             // apply proposals as they arrive
 	NoWatch      bool             // do not start the fsnotify watcher
-	HTTPClient   *http.Client     // default: a client without an overall timeout
+	// CheckUpstreamWorkspace: the upstream was not named by the user (it
+	// was discovered, or is the default address); before sending it
+	// anything the client makes sure it serves Workspace
+	// (protocol.ClientConfig.Workspace), so that a server started for
+	// another project never gets this one's requests.
+	CheckUpstreamWorkspace bool
+	HTTPClient             *http.Client // default: a client without an overall timeout
 
 	// Additions of the engine work (not in the first contract):
 	Header        http.Header   // extra headers for every upstream request (tests: fault injection)
@@ -132,23 +138,53 @@ type Change struct {
 	Status   string              `json:"status"`
 	Reason   string              `json:"reason,omitempty"` // why conflict/rejected/stale
 	Hunks    []Hunk              `json:"hunks"`
+	// Diff is the whole change as a forward unified diff, original to
+	// result, whatever the status: for a written change, from the text
+	// before it to the text now. Fronts show it as it is; none inverts it.
+	// It is filled when the change is read (Changes, Change, notifications)
+	// against the text the user sees then, and is not stored.
+	Diff string `json:"diff"`
 }
 
-// Hunk is one hunk of a Change.
+// Hunk is one hunk of a Change. The ranges and the text are where the hunk
+// is in the text the user sees at the time the change is read, so that a
+// front never re-derives them from headers (docs/protocol.md, "Hunks").
 type Hunk struct {
 	ID     string `json:"id"`
-	Header string `json:"header"`
+	Header string `json:"header"` // the hunk's header as the diff stated it (after repair)
 	Status string `json:"status"`
 	Match  string `json:"match"` // diffapply match level
 	Offset int    `json:"offset"`
+	// OldStart/OldLines: the old side in the file as it is now (for a
+	// written hunk: where its old text would be after undo, in the
+	// original). NewStart/NewLines: the new side in the result (for a
+	// written hunk: where its text is in the file now). 1-based; a side
+	// without lines starts at the line after which it sits (0: the top).
+	OldStart int `json:"oldStart"`
+	OldLines int `json:"oldLines"`
+	NewStart int `json:"newStart"`
+	NewLines int `json:"newLines"`
+	// Text is the hunk, forward (original to result), header first, its
+	// header giving the ranges above.
+	Text string `json:"text"`
+	// Reason says why a hunk is in conflict (or was not found where it was
+	// written), naming the nearest place that almost matched when there is
+	// one.
+	Reason string `json:"reason,omitempty"`
 }
 
-// Preview is the text of a change before and after.
+// Preview is the text of a change before and after. For a change not
+// written yet, Original is the text the user sees now and Result that text
+// with the hunks applied; for a written one, Original is the text with the
+// hunks taken back and Result the text now. Diff always goes from Original
+// to Result (forward).
 type Preview struct {
 	Path     string `json:"path"`
 	Original string `json:"original"`
 	Result   string `json:"result"`
 	Diff     string `json:"diff"`
+	Hunks    []Hunk `json:"hunks"`  // the hunks previewed, with ranges as in Change
+	Status   string `json:"status"` // the change's status
 }
 
 // Errors the fronts map to documented codes (docs/protocol.md, docs/cli.md).

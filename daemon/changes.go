@@ -55,7 +55,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	case err != nil:
 		c.Status = StatusRejected
 		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
-		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (nothing was written)", id, src.Path, e.ws.root, err)
+		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		if src.AppliedUpstream {
+			// "Nothing was written" would be false: the server wrote it.
+			c.Reason = fmt.Sprintf("the server itself wrote %s, outside the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, outside the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
 		c.setRename(oldAbs, oldRel)
@@ -123,7 +128,7 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 	if t, _, _, ok := e.document(p, abs); ok {
 		return t, true, nil
 	}
-	b, exists, err := readFile(abs)
+	b, exists, err := e.ws.readFile(abs)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", abs, err)
 	}
@@ -245,14 +250,14 @@ func contentHash(b []byte, exists bool) string {
 // verifyUpstream checks a change the upstream says it already wrote
 // against disk: the file must hold the post-image.
 func (e *Engine) verifyUpstream(c *changeRecord) {
-	disk, exists, err := readFile(c.Abs)
+	disk, exists, err := e.ws.readFile(c.Abs)
 	if err != nil {
 		c.Status, c.Reason = StatusConflict, fmt.Sprintf("read %s: %v", c.Path, err)
 		return
 	}
 	c.BaseHash = contentHash(disk, exists)
 	if c.OldAbs != "" {
-		if _, oldExists, _ := readFile(c.OldAbs); oldExists {
+		if _, oldExists, _ := e.ws.readFile(c.OldAbs); oldExists {
 			c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported renaming %s to %s, but %s still exists", c.OldPath, c.Path, c.OldPath)
 			return
 		}
@@ -285,30 +290,39 @@ func (e *Engine) verifyUpstream(c *changeRecord) {
 	c.Status = StatusAppliedUpstream
 }
 
-// view returns a copy of change id for the fronts, or nil.
+// view returns a copy of change id for the fronts, or nil, its hunks
+// placed in the text the user sees now (present).
 func (e *Engine) view(id string) *Change {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	c, ok := e.changes[id]
 	if !ok {
+		e.mu.Unlock()
 		return nil
 	}
-	v := c.Change
-	v.Hunks = slices.Clone(c.Hunks)
+	snap := c.snapshot()
+	e.mu.Unlock()
+	v := snap.Change
+	v.Hunks = slices.Clone(snap.Hunks)
+	e.present(nil, &snap, &v)
 	return &v
 }
 
 // Changes lists change proposals, oldest first.
 func (e *Engine) Changes(f ChangeFilter) []Change {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := []Change{}
+	var snaps []changeRecord
 	for _, c := range e.st.Changes {
 		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) && (f.TurnID == "" || c.TurnID == f.TurnID) {
-			v := c.Change
-			v.Hunks = slices.Clone(c.Hunks)
-			out = append(out, v)
+			snaps = append(snaps, c.snapshot())
 		}
+	}
+	e.mu.Unlock()
+	out := make([]Change, 0, len(snaps))
+	for i := range snaps {
+		v := snaps[i].Change
+		v.Hunks = slices.Clone(snaps[i].Hunks)
+		e.present(nil, &snaps[i], &v)
+		out = append(out, v)
 	}
 	return out
 }
@@ -323,8 +337,9 @@ func (e *Engine) Change(id string) (*Change, error) {
 
 // Preview returns the text before and after applying the given hunks (all
 // pending ones when hunks is empty) of a change, against the text the user
-// sees now. For a change already written it shows the file now and the
-// file with the given hunks reverse-applied.
+// sees now. For a change already written it shows the given hunks (all
+// written ones when empty) as they were written: Original is the text with
+// them taken back, Result the text now. The diff is forward either way.
 func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (*Preview, error) {
 	c, err := e.record(changeID)
 	if err != nil {
@@ -340,35 +355,47 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	if snap.Abs == "" {
 		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
 	}
-	var result []byte
-	var resExists bool
+	var before, after []byte
+	var ids []string
 	switch snap.Status {
 	case StatusAppliedUpstream, StatusApplied:
-		ids, err := selectHunks(&snap, hunks, StatusApplied, StatusAppliedUpstream)
+		ids, err = selectHunks(&snap, hunks, StatusApplied, StatusAppliedUpstream)
 		if err != nil {
 			return nil, err
 		}
-		result, resExists, err = e.reverseHunks(&snap, text, ids)
+		before, _, err = e.reverseHunks(&snap, text, ids)
 		if err != nil {
 			return nil, fmt.Errorf("preview %s: %w", changeID, err)
 		}
+		after = text
 	default:
 		fp, err := e.planChange(&snap, text, exists)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 		}
-		snap.Hunks = fp.hunks
-		ids, err := selectHunks(&snap, hunks, StatusPending)
+		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+		ids, err = selectHunks(&snap, hunks, StatusPending)
 		if err != nil {
 			return nil, err
 		}
-		result, resExists, err = fp.render(ids)
+		after, _, err = fp.render(ids)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 		}
+		before = text
 	}
-	_ = resExists
-	return &Preview{Path: snap.Path, Original: string(text), Result: string(result), Diff: unifiedDiff(snap.Path, text, result)}, nil
+	all := slices.Clone(snap.Hunks)
+	describe(&snap, all, e.place(&snap, text, exists), func(h Hunk) bool { return slices.Contains(ids, h.ID) })
+	shown := []Hunk{}
+	for _, h := range all {
+		if slices.Contains(ids, h.ID) {
+			shown = append(shown, h)
+		}
+	}
+	return &Preview{
+		Path: snap.Path, Original: string(before), Result: string(after),
+		Diff: unifiedDiff(snap.Path, before, after), Hunks: shown, Status: snap.Status,
+	}, nil
 }
 
 // record returns the change record id.

@@ -131,6 +131,16 @@ func (e *Engine) planRename(c *changeRecord, text []byte, exists bool) (*filePla
 
 // planDiff plans c's diff (backwards with reverse) against text.
 func (e *Engine) planDiff(c *changeRecord, text []byte, exists, reverse bool) (*filePlan, error) {
+	f, err := e.planFile(c, text, exists, reverse)
+	if err != nil {
+		return nil, err
+	}
+	return planOf(f, text, exists)
+}
+
+// planFile plans c's diff (backwards with reverse) against text and
+// returns diffapply's plan of its one file, a file-level conflict included.
+func (e *Engine) planFile(c *changeRecord, text []byte, exists, reverse bool) (*diffapply.File, error) {
 	p, err := diffapply.Plan(e.ws.root, []byte(c.Diff), diffapply.Options{
 		Target:  c.sourceRel(),
 		Reverse: reverse,
@@ -147,7 +157,7 @@ func (e *Engine) planDiff(c *changeRecord, text []byte, exists, reverse bool) (*
 	if len(p.Files) != 1 {
 		return nil, fmt.Errorf("the diff names %d files, want 1", len(p.Files))
 	}
-	return planOf(p.Files[0], text, exists)
+	return p.Files[0], nil
 }
 
 // contentDiff derives a diff from a whole-content change: the base text

@@ -169,7 +169,7 @@ func summarize(sum *protocol.Summary, ev protocol.Event) {
 	case ev.Citation != nil:
 		sum.Citations = append(sum.Citations, *ev.Citation)
 	case ev.ToolCall != nil:
-		sum.ToolCalls = append(sum.ToolCalls, *ev.ToolCall)
+		sum.ToolCalls = protocol.MergeToolCall(sum.ToolCalls, *ev.ToolCall)
 	case ev.ToolResult != nil:
 		sum.ToolResults = append(sum.ToolResults, *ev.ToolResult)
 	case ev.Error != nil:

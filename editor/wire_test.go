@@ -42,7 +42,9 @@ func TestWireGolden(t *testing.T) {
 		"chatresult.json": &daemon.ChatResult{DialogID: "d1", TurnID: "t1", Outcome: protocol.OutcomeCompleted, Text: "done"},
 		"changeupdated.json": &ChangeUpdatedParams{Change: daemon.Change{
 			ID: "c1", DialogID: "d1", TurnID: "t1", Path: "a.go", Kind: protocol.ChangeModify, Status: daemon.StatusPending,
-			Hunks: []daemon.Hunk{{ID: "c1h1", Header: "@@ -1,3 +1,3 @@", Status: daemon.StatusPending, Match: "exact"}},
+			Diff: "--- a/a.go\n+++ b/a.go\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			Hunks: []daemon.Hunk{{ID: "h1", Header: "@@ -1,3 +1,3 @@", Status: daemon.StatusPending, Match: "exact",
+				OldStart: 1, OldLines: 3, NewStart: 1, NewLines: 3, Text: "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"}},
 		}},
 		"progress.json": &ProgressParams{Token: ProgressToken(`"smith-1"`), Value: WorkDoneProgress{Kind: "begin", Title: "smith: hi", Cancellable: true}},
 	}

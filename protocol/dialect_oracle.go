@@ -8,8 +8,14 @@ import (
 // tool_call, tool_result, system (limit notices), done and error. done and
 // error are terminal. File changes travel inside tool_result.tool_result.
 type oracleAdapter struct {
-	names map[string]string // tool_call id → name, for tool results
+	calls map[string]ToolCall // tool_call id → the call as last reported
 }
+
+// The closed unions of the contract's system chunk.
+var (
+	oracleSystemTypes = []string{"limit_warning", "limit_reached", "no_progress", "error_limit"}
+	oracleLimitTypes  = []string{"iteration", "token", "timeout"}
+)
 
 type oracleToolCall struct {
 	ID        string          `json:"id"`
@@ -60,15 +66,29 @@ func (a *oracleAdapter) handle(t *Turn, p *payload) {
 	case "tool_call":
 		raw, ok := p.get("tool_call")
 		var c oracleToolCall
-		if !ok || jsonKind(raw) != 'o' || json.Unmarshal([]byte(raw), &c) != nil || c.Name == nil {
+		if !ok || jsonKind(raw) != 'o' || json.Unmarshal([]byte(raw), &c) != nil {
+			t.fieldViolation("tool_call", &fieldErr{key: "tool_call", missing: !ok, want: "a tool call object"})
+			return
+		}
+		// Chunks with the same id are one call whose status moves (pending
+		// → running → done): an update may leave out what has not changed.
+		prev, known := a.calls[c.ID]
+		if c.Name == nil && !known {
 			t.fieldViolation("tool_call", &fieldErr{key: "tool_call.name", missing: true})
 			return
 		}
-		if a.names == nil {
-			a.names = make(map[string]string)
+		call := ToolCall{ID: c.ID, Name: prev.Name, Args: prev.Args, Status: c.Status}
+		if c.Name != nil {
+			call.Name = *c.Name
 		}
-		a.names[c.ID] = *c.Name
-		t.out(Event{Type: KindToolCall, ToolCall: &ToolCall{ID: c.ID, Name: *c.Name, Args: c.Arguments, Status: c.Status}, Raw: t.rawEvent()})
+		if len(c.Arguments) > 0 {
+			call.Args = c.Arguments
+		}
+		if a.calls == nil {
+			a.calls = make(map[string]ToolCall)
+		}
+		a.calls[c.ID] = call
+		t.out(Event{Type: KindToolCall, ToolCall: &call, Raw: t.rawEvent()})
 	case "tool_result":
 		id, err := p.str("tool_call_id")
 		if err != nil {
@@ -80,7 +100,7 @@ func (a *oracleAdapter) handle(t *Turn, p *payload) {
 			t.fieldViolation("tool_result", &fieldErr{key: "tool_result", missing: true})
 			return
 		}
-		name := a.names[id]
+		name := a.calls[id].Name
 		t.out(Event{Type: KindToolResult, ToolResult: &ToolResult{ID: id, Name: name, Result: res}, Raw: t.rawEvent()})
 		t.changeFromResult(name, string(res))
 	case "system":
@@ -95,6 +115,15 @@ func (a *oracleAdapter) handle(t *Turn, p *payload) {
 			return
 		}
 		t.out(Event{Type: KindNotice, Notice: &Notice{Kind: "system", Code: st, Message: msg, Data: p.rawMsg("metadata")}, Raw: t.rawEvent()})
+		t.closedList("system", "system_type", st, oracleSystemTypes)
+		if raw, ok := p.get("metadata"); ok && jsonKind(raw) == 'o' {
+			var m struct {
+				LimitType *string `json:"limit_type"`
+			}
+			if json.Unmarshal([]byte(raw), &m) == nil && m.LimitType != nil {
+				t.closedList("system", "metadata.limit_type", *m.LimitType, oracleLimitTypes)
+			}
+		}
 	case "done":
 		t.out(Event{Type: KindNotice, Notice: &Notice{Kind: "summary", Data: t.rawEvent()}})
 		if t.errSeen {

@@ -82,6 +82,22 @@ type ToolCall struct {
 	Status string          `json:"status,omitempty"`
 }
 
+// MergeToolCall adds c to calls. A call with the ID of one already listed
+// is that call's update (an Oracle tool_call moves pending → running →
+// done): it replaces the listed one in place, so a list shows each call
+// once, with its last status. Calls without an ID are always new.
+func MergeToolCall(calls []ToolCall, c ToolCall) []ToolCall {
+	if c.ID != "" {
+		for i := range calls {
+			if calls[i].ID == c.ID {
+				calls[i] = c
+				return calls
+			}
+		}
+	}
+	return append(calls, c)
+}
+
 // ToolResult is a finished tool call.
 type ToolResult struct {
 	ID         string          `json:"id,omitempty"`

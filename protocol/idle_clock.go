@@ -67,6 +67,18 @@ func (c *idleClock) shorten(d time.Duration) {
 	}
 }
 
+// set gives the clock the timeout d again, longer or shorter (a turn that
+// went on after its terminal event gets its idle timeout back).
+func (c *idleClock) set(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.d = max(d, 0)
+	if !c.since.IsZero() {
+		c.t.Stop()
+		c.arm()
+	}
+}
+
 // stop turns the clock off for good.
 func (c *idleClock) stop() {
 	c.mu.Lock()

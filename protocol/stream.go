@@ -104,10 +104,17 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 	defer w.close()
 	var cause error
 	feed := func(ev SSEEvent) { t.Feed(ev, emit) }
+	short := false
 	for {
 		err := w.next(feed)
-		if t.Done() {
+		switch {
+		case t.Done() && !short:
 			w.shorten(terminalGrace)
+			short = true
+		case !t.Done() && short:
+			// A lifecycle body went on with its next message.
+			w.setIdle(idle)
+			short = false
 		}
 		if err != nil {
 			if err != io.EOF {

@@ -308,6 +308,9 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 // shorten lowers the idle timeout to d (used after the terminal event).
 func (w *watchedStream) shorten(d time.Duration) { w.clock.shorten(d) }
 
+// setIdle gives the stream the idle timeout d again.
+func (w *watchedStream) setIdle(d time.Duration) { w.clock.set(d) }
+
 // close stops the goroutine: it exits at its next hand-over, or, blocked in
 // the body's Read, once that Read returns (closing an http.Response body
 // unblocks it).

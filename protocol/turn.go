@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,7 @@ const (
 	ViolationAfterTerminal = "after_terminal" // an event after the turn's terminal event (dropped)
 	ViolationOrder         = "order"          // an ordering invariant broke (lifecycle message_start/end)
 	ViolationDialogID      = "dialog_id"      // dialog_id changed within the turn
+	ViolationUnknownValue  = "unknown_value"  // a value outside one of the contract's closed lists (kept as received)
 )
 
 // ErrIdleTimeout is the cause ReadTurn gives a turn whose upstream sent no
@@ -147,7 +149,10 @@ func (t *Turn) setDialect(d Dialect) {
 func (t *Turn) feed(ev SSEEvent) {
 	defer func() { t.index++ }()
 	if t.done {
-		t.violate(ViolationAfterTerminal, "event after the turn's terminal event; dropped", ev.Data)
+		l, ok := t.ad.(lateAdapter)
+		if !ok || t.pl.parse(ev.Data) != nil || !l.late(t, &t.pl) {
+			t.violate(ViolationAfterTerminal, "event after the turn's terminal event; dropped", ev.Data)
+		}
 		return
 	}
 	if f, ok := t.ad.(fastAdapter); ok && !t.noFast && f.fast(t, ev.Data) {
@@ -248,6 +253,12 @@ func (t *Turn) end(o Outcome, reason string) {
 	t.done, t.outcome, t.reason = true, o, reason
 }
 
+// reopen undoes end: the stream goes on with another part of the same turn
+// (a lifecycle body with several messages), which decides the outcome anew.
+func (t *Turn) reopen() {
+	t.done, t.outcome, t.reason = false, "", ""
+}
+
 // keep adds a delta to the summary's text or reasoning, up to
 // StreamOptions.MaxText bytes; once cut, nothing more is kept (a later
 // short delta would leave a gap).
@@ -278,7 +289,7 @@ func (t *Turn) out(e Event) {
 	case KindCitation:
 		t.sum.Citations = append(t.sum.Citations, *e.Citation)
 	case KindToolCall:
-		t.sum.ToolCalls = append(t.sum.ToolCalls, *e.ToolCall)
+		t.sum.ToolCalls = MergeToolCall(t.sum.ToolCalls, *e.ToolCall)
 	case KindToolResult:
 		t.sum.ToolResults = append(t.sum.ToolResults, *e.ToolResult)
 	case KindChange:
@@ -323,6 +334,17 @@ func (t *Turn) fieldViolation(what string, err error) {
 	t.violate(kind, what+": "+err.Error(), t.pl.raw)
 }
 
+// closedList reports a value outside one of the contract's closed lists.
+// The value is kept as received (the caller has already mapped it); the
+// violation says which field and what the contract allows.
+func (t *Turn) closedList(what, field, v string, allowed []string) {
+	if slices.Contains(allowed, v) {
+		return
+	}
+	t.violate(ViolationUnknownValue, fmt.Sprintf("%s: %s %q is not one of the contract's values (%s); kept as received",
+		what, field, v, strings.Join(allowed, ", ")), t.pl.raw)
+}
+
 // unknown reports a payload the dialect does not define.
 func (t *Turn) unknown(typ string) {
 	msg := "payload without a known \"type\""
@@ -342,6 +364,15 @@ func (t *Turn) rawEvent() json.RawMessage { return json.RawMessage(t.pl.raw) }
 type adapter interface {
 	handle(t *Turn, p *payload)
 	finish(t *Turn, cause error) (Outcome, string)
+}
+
+// lateAdapter is an adapter whose stream may legitimately go on after a
+// terminal event. late is called with each payload that arrives once the
+// turn is done; it returns false to leave it to the generic after_terminal
+// violation, true when it took care of it (mapped it, possibly after
+// reopen, or reported a more precise violation).
+type lateAdapter interface {
+	late(t *Turn, p *payload) bool
 }
 
 // fastAdapter is an adapter with a shortcut for its most frequent payloads.

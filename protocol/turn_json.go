@@ -135,6 +135,12 @@ func (p *payload) str(key string) (string, error) {
 	return unquote(v), nil
 }
 
+// strOr returns a string member, "" when it is absent or not a string.
+func (p *payload) strOr(key string) string {
+	v, _ := p.str(key)
+	return v
+}
+
 // optStr returns an optional string member: "" when absent or null.
 func (p *payload) optStr(key string) (string, error) {
 	v, ok := p.get(key)

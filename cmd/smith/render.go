@@ -44,6 +44,7 @@ type turnRenderer struct {
 	block     string // "text" | "reasoning" | "" — what the last bytes on out belong to
 	col       int    // current column on out
 	citations []protocol.Citation
+	tools     map[string]string // tool call id → last status
 	// beforeStatus is called before a line is written to errw, so that a
 	// spinner can erase itself first.
 	beforeStatus func()
@@ -58,7 +59,23 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 			r.write("reasoning", ev.Text)
 		}
 	case protocol.KindToolCall:
-		r.status(style(r.errCol, ansiCyan, "⚙ ") + toolLine(ev.ToolCall))
+		tc := ev.ToolCall
+		if tc.ID != "" {
+			// Chunks with one id are one call whose status moves: one
+			// line, and a line more only if it fails.
+			prev, seen := r.tools[tc.ID]
+			if r.tools == nil {
+				r.tools = make(map[string]string)
+			}
+			r.tools[tc.ID] = tc.Status
+			if seen {
+				if tc.Status == "error" && prev != "error" {
+					r.status(style(r.errCol, ansiYellow, "⚠ ") + fmt.Sprintf("tool %s failed", tc.Name))
+				}
+				break
+			}
+		}
+		r.status(style(r.errCol, ansiCyan, "⚙ ") + toolLine(tc))
 	case protocol.KindToolResult:
 		if ev.ToolResult.Error != "" {
 			r.status(style(r.errCol, ansiYellow, "⚠ ") + fmt.Sprintf("tool %s failed: %s", ev.ToolResult.Name, ev.ToolResult.Error))
@@ -241,66 +258,4 @@ func colorDiff(on bool, diff string) string {
 		}
 	}
 	return b.String()
-}
-
-// invertDiff turns a unified diff around (old ↔ new), keeping removed lines
-// before added ones in each block. The engine previews a change that is
-// already written as the diff that would revert it; the review shows the
-// change itself.
-func invertDiff(diff string) string {
-	lines := strings.SplitAfter(diff, "\n")
-	var out []string
-	var minus, plus []string // the inverted block being collected
-	last := &plus            // where a "\ No newline" marker attaches
-	flush := func() {
-		out = append(out, minus...)
-		out = append(out, plus...)
-		minus, plus = nil, nil
-	}
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		switch {
-		case strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
-			flush()
-			oldName, newName := strings.TrimPrefix(l, "--- "), strings.TrimPrefix(lines[i+1], "+++ ")
-			// keep the a/ and b/ prefixes where they are: only the files swap
-			out = append(out, "--- "+withPrefix("a/", unprefix("b/", newName)), "+++ "+withPrefix("b/", unprefix("a/", oldName)))
-			i++
-		case strings.HasPrefix(l, "@@"):
-			flush()
-			out = append(out, invertHunkHeader(l))
-		case strings.HasPrefix(l, "-"):
-			plus = append(plus, "+"+l[1:])
-			last = &plus
-		case strings.HasPrefix(l, "+"):
-			minus = append(minus, "-"+l[1:])
-			last = &minus
-		case strings.HasPrefix(l, `\`):
-			*last = append(*last, l)
-		default:
-			flush()
-			out = append(out, l)
-		}
-	}
-	flush()
-	return strings.Join(out, "")
-}
-
-func unprefix(p, name string) string { return strings.TrimPrefix(name, p) }
-
-func withPrefix(p, name string) string {
-	if strings.HasPrefix(name, "/dev/null") {
-		return name
-	}
-	return p + name
-}
-
-// invertHunkHeader swaps the ranges of "@@ -a,b +c,d @@ section".
-func invertHunkHeader(h string) string {
-	f := strings.SplitN(h, " ", 5)
-	if len(f) < 4 || !strings.HasPrefix(f[1], "-") || !strings.HasPrefix(f[2], "+") {
-		return h
-	}
-	f[1], f[2] = "-"+f[2][1:], "+"+f[1][1:]
-	return strings.Join(f, " ")
 }

@@ -82,18 +82,15 @@ func plural(n int) string {
 	return "s"
 }
 
-// printPreview prints the diff of the given hunks (all when nil).
+// printPreview prints the diff of the given hunks (all when nil) as the
+// engine gives it: forward, also for a change already written.
 func (cs *chatSession) printPreview(ctx context.Context, c daemon.Change, hunks []string) {
 	p, err := cs.eng.Preview(ctx, c.ID, hunks)
 	if err != nil {
 		fmt.Fprintf(cs.s.Err, "cannot preview %s: %v\n", c.ID, err)
 		return
 	}
-	diff := p.Diff
-	if c.Status == daemon.StatusApplied || c.Status == daemon.StatusAppliedUpstream {
-		diff = invertDiff(diff)
-	}
-	fmt.Fprint(cs.s.Out, colorDiff(cs.s.ColorOut(), ensureNL(diff)))
+	fmt.Fprint(cs.s.Out, colorDiff(cs.s.ColorOut(), ensureNL(p.Diff)))
 }
 
 func ensureNL(s string) string {

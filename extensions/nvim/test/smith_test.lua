@@ -436,6 +436,10 @@ test('rejecting a change leaves the buffer and the file as they were', function(
     local p = pbuf ~= -1 and changes.preview_state(pbuf)
     return p and #p.located == 2
   end)
+  -- The preview and the quickfix list show where smith placed the hunks.
+  local first = changes.preview_state(pbuf).located[1]
+  eq(api.nvim_buf_get_lines(pbuf, first.lnum - 1, first.lnum, false)[1], vim.split(first.hunk.text, '\n')[1], 'the first line of the hunk in the preview')
+  eq(vim.fn.getqflist()[1].lnum, first.hunk.oldStart, 'the quickfix line of the first hunk')
   -- <CR> opens the file at the hunk under the cursor.
   press(pbuf, '<CR>')
   eq(api.nvim_get_current_buf(), buf, 'the buffer <CR> opened')

@@ -13,13 +13,27 @@ local ns = api.nvim_create_namespace('smith_changes')
 
 local QF_TITLE = 'smith changes'
 
--- How a hunk's status shows at the end of its '@@' line.
+-- How a hunk's status shows at the end of its first line.
 local STATUS_HL = { applied = 'DiffAdd', appliedUpstream = 'DiffAdd', rejected = 'DiffDelete', conflict = 'ErrorMsg' }
 
---- Parses "@@ -a,b +c,d @@" into old start, new start (1-based).
-local function parse_header(header)
-  local a, c = (header or ''):match('^@@ %-(%d+)[,%d]* %+(%d+)')
-  return tonumber(a), tonumber(c)
+local function written(status)
+  return status == 'applied' or status == 'appliedUpstream'
+end
+
+-- The first line of the file a hunk covers now, from the ranges smith
+-- sends (docs/protocol.md, "Hunks and diffs"): a written hunk's text is at
+-- its new range, any other hunk's old text at its old range. A side
+-- without lines starts at the line after which it sits.
+local function hunk_start(hunk)
+  local start, count = tonumber(hunk.oldStart), tonumber(hunk.oldLines)
+  if written(hunk.status) then
+    start, count = tonumber(hunk.newStart), tonumber(hunk.newLines)
+  end
+  start = start or 1
+  if count == 0 then
+    start = start + 1
+  end
+  return math.max(start, 1)
 end
 
 --- Asks for changes ({dialogId?, status?}); cb(changes, err).
@@ -51,16 +65,6 @@ function M.refresh_count(session, cb)
       cb(list)
     end
   end)
-end
-
--- The line of the file where a hunk sits now: its new start once applied,
--- else the old start moved by the offset smith matched it at.
-local function hunk_line(hunk)
-  local old, new = parse_header(hunk.header)
-  if hunk.status == 'applied' or hunk.status == 'appliedUpstream' then
-    return new or old or 1
-  end
-  return math.max((old or new or 1) + (tonumber(hunk.offset) or 0), 1)
 end
 
 -- Statuses that ask for a decision: pending proposals, conflicts and stale
@@ -105,7 +109,7 @@ function M.show_list(session, open_preview)
       for _, h in ipairs(c.hunks or {}) do
         table.insert(items, {
           filename = file,
-          lnum = hunk_line(h),
+          lnum = hunk_start(h),
           col = 1,
           text = string.format('[%s/%s] %s %s', c.id, h.id, h.status, h.header),
         })
@@ -147,58 +151,6 @@ local function map(buf, lhs, fn, desc)
   end
 end
 
--- Assigns each '@@' line of the diff to a hunk of the change. smith's
--- preview of a pending change shows only its pending hunks, and that of an
--- applied change the applied ones: those are the candidates, matched by
--- equal header first, then in order.
-local function locate_hunks(lines, first, change)
-  local at = {}
-  for i = first, #lines do
-    if lines[i]:sub(1, 2) == '@@' then
-      table.insert(at, i)
-    end
-  end
-  local applied = change.status == 'applied' or change.status == 'appliedUpstream'
-  local hunks = {}
-  for _, h in ipairs(change.hunks or {}) do
-    local is_applied = h.status == 'applied' or h.status == 'appliedUpstream'
-    if (applied and is_applied) or (not applied and h.status == 'pending') then
-      table.insert(hunks, h)
-    end
-  end
-  if #hunks ~= #at then
-    hunks = change.hunks or {}
-  end
-  local by_line = {}
-  local used = {}
-  for _, lnum in ipairs(at) do
-    for hi, h in ipairs(hunks) do
-      if not used[hi] and h.header and h.header ~= '' and vim.startswith(lines[lnum], h.header) then
-        by_line[lnum] = h
-        used[hi] = true
-        break
-      end
-    end
-  end
-  local hi = 1
-  for _, lnum in ipairs(at) do
-    if not by_line[lnum] then
-      while hunks[hi] and used[hi] do
-        hi = hi + 1
-      end
-      if hunks[hi] then
-        by_line[lnum] = hunks[hi]
-        used[hi] = true
-      end
-    end
-  end
-  local located = {}
-  for _, lnum in ipairs(at) do
-    table.insert(located, { lnum = lnum, hunk = by_line[lnum] })
-  end
-  return located
-end
-
 local function key_help()
   local k = config.options.keymaps.preview or {}
   local parts = {}
@@ -237,26 +189,38 @@ local function render(buf, change, preview, problem)
   if problem then
     table.insert(lines, '# no preview: ' .. problem:gsub('\n', ' '))
   end
-  local first = #lines + 1
-  local diff = preview and preview.diff or ''
-  vim.list_extend(lines, vim.split(diff, '\n', { plain = true }))
-  if lines[#lines] == '' then
-    table.remove(lines)
+  -- The hunks as smith sends them, each text starting at a line the
+  -- buffer knows: the preview's hunks, or the change's own when there is
+  -- no preview (undone, in conflict).
+  local hunks = preview and preview.hunks
+  if type(hunks) ~= 'table' or hunks == vim.NIL then
+    hunks = change.hunks or {}
+  end
+  local path = change.path or ''
+  table.insert(lines, '--- a/' .. path)
+  table.insert(lines, '+++ b/' .. path)
+  local located = {}
+  for _, h in ipairs(hunks) do
+    local text = vim.split(h.text or '', '\n', { plain = true })
+    if text[#text] == '' then
+      table.remove(text)
+    end
+    if #text > 0 then
+      table.insert(located, { lnum = #lines + 1, hunk = h })
+      vim.list_extend(lines, text)
+    end
   end
   vim.bo[buf].modifiable = true
   api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
-  local located = locate_hunks(lines, first, change)
   api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for _, l in ipairs(located) do
-    if l.hunk then
-      local hl = STATUS_HL[l.hunk.status] or 'Comment'
-      api.nvim_buf_set_extmark(buf, ns, l.lnum - 1, 0, {
-        virt_text = { { string.format('[%s %s]', l.hunk.id, l.hunk.status), hl } },
-        virt_text_pos = 'eol',
-      })
-    end
+    local hl = STATUS_HL[l.hunk.status] or 'Comment'
+    api.nvim_buf_set_extmark(buf, ns, l.lnum - 1, 0, {
+      virt_text = { { string.format('[%s %s]', l.hunk.id, l.hunk.status), hl } },
+      virt_text_pos = 'eol',
+    })
   end
   previews[change.id].change = change
   previews[change.id].located = located
@@ -372,15 +336,14 @@ function M.reject(session, change_id, hunk_ids, cb)
   decide(session, 'smith/change/reject', change_id, hunk_ids, cb)
 end
 
--- The line of the file where the hunk at '@@' line lnum of the preview
--- first changes something. The preview diff goes from the file's current
--- text, so its old side numbers the lines as the file has them now.
-local function first_changed_line(buf, lnum)
-  local header = api.nvim_buf_get_lines(buf, lnum - 1, lnum, false)[1] or ''
-  local line = parse_header(header) or 1
-  for _, l in ipairs(api.nvim_buf_get_lines(buf, lnum, -1, false)) do
-    local c = l:sub(1, 1)
-    if c ~= ' ' then
+-- The line of the file where a hunk first changes something: the start
+-- of its range (hunk_start) moved past the context lines its text begins
+-- with (the text's first line is its header).
+local function first_changed_line(hunk)
+  local line = hunk_start(hunk)
+  local text = vim.split(hunk.text or '', '\n', { plain = true })
+  for i = 2, #text do
+    if text[i]:sub(1, 1) ~= ' ' then
       break
     end
     line = line + 1
@@ -391,7 +354,7 @@ end
 local function open_file(session, p)
   local l = current(p)
   local file = util.join(session.root, p.change.path)
-  local line = l and first_changed_line(p.buf, l.lnum) or 1
+  local line = l and l.hunk and first_changed_line(l.hunk) or 1
   if #api.nvim_tabpage_list_wins(0) > 1 then
     vim.cmd('wincmd p')
   else
@@ -494,7 +457,7 @@ function M.preview(session, change_id, cb)
       -- Start on the first hunk still pending.
       local target = p.located[1]
       for _, l in ipairs(p.located) do
-        if l.hunk and l.hunk.status == 'pending' then
+        if l.hunk.status == 'pending' then
           target = l
           break
         end

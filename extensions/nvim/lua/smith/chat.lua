@@ -283,6 +283,18 @@ function renderers.toolCall(session, ev)
   if not config.options.chat.show_tools then
     return
   end
+  -- Chunks with one id are one call whose status moves (Oracle): one line.
+  if t.id and t.id ~= vim.NIL and t.id ~= '' then
+    session.chat_state.tools = session.chat_state.tools or {}
+    local seen = session.chat_state.tools[t.id]
+    session.chat_state.tools[t.id] = t.status or ''
+    if seen then
+      if t.status == 'error' and seen ~= 'error' then
+        M.lines(session, { string.format('- tool `%s` failed', t.name or t.id) }, 'item')
+      end
+      return
+    end
+  end
   local args = t.args and t.args ~= vim.NIL and (' ' .. short(t.args, 80)) or ''
   M.lines(session, { string.format('- tool `%s`%s', t.name or '?', args) }, 'item')
 end
