@@ -29,9 +29,9 @@ export function chatHtml(p: PageSources): string {
 <body>
 <header id="dialogs">
   <select id="dialog-select" title="Switch dialog" aria-label="Dialog"></select>
-  <button id="dialog-new" title="New dialog" aria-label="New dialog">＋</button>
+  <button id="dialog-new" title="New dialog" aria-label="New dialog">+</button>
   <button id="dialog-rename" title="Rename dialog" aria-label="Rename dialog">✎</button>
-  <button id="dialog-delete" title="Delete dialog" aria-label="Delete dialog">🗑</button>
+  <button id="dialog-delete" title="Delete dialog" aria-label="Delete dialog">✕</button>
 </header>
 <main id="messages" aria-live="polite"></main>
 <footer id="composer">

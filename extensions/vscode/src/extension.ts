@@ -41,6 +41,8 @@ class SmithExtension {
   private status: Status | undefined;
   private statusError: string | undefined;
   private busy = false;
+  /** What the upstream's stream turned out to be in the last turn (status says 'auto' before one). */
+  private lastDialect: string | undefined;
   private turn: vscode.CancellationTokenSource | undefined;
   private dialogs: Dialog[] = [];
   private lastEditor: vscode.TextEditor | undefined;
@@ -231,8 +233,9 @@ class SmithExtension {
       item.tooltip = `The chat server ${s.upstream || '(none configured)'} is unreachable${s.error ? ': ' + s.error : ''}. Start it or set smith.upstream.`;
     } else {
       const pending = this.session?.all().filter((c) => c.status === 'pending').length ?? s.pendingChanges;
-      item.text = `$(check) smith: ${s.dialect}${pending ? ` · ${pending} pending` : ''}`;
-      item.tooltip = `Upstream ${s.upstream} (${s.dialect}) reachable. Workspace ${s.workspace}.`;
+      const dialect = this.lastDialect ?? s.dialect;
+      item.text = `$(check) smith: ${dialect}${pending ? ` · ${pending} pending` : ''}`;
+      item.tooltip = `Upstream ${s.upstream} (${dialect}) reachable. Workspace ${s.workspace}. Click for the output.`;
     }
   }
 
@@ -276,6 +279,7 @@ class SmithExtension {
     this.turn = new vscode.CancellationTokenSource();
     try {
       const res = await session.chat({ message: text, dialogId, context }, label, this.turn.token);
+      if (res.dialect) this.lastDialect = res.protocol ? `${res.dialect} ${res.protocol}` : res.dialect;
       if (res.outcome === 'error' || res.outcome === 'interrupted') {
         const why = session.transcript.state.messages.at(-1)?.errors.at(-1) ?? res.outcome;
         void this.notify('chat', new Error(`the turn ended ${res.outcome}: ${why}`), () => this.send(text, includeContext));
@@ -567,7 +571,9 @@ class SmithExtension {
 
   dialogTitle(id: string): string {
     const d = this.dialogs.find((x) => x.id === id);
-    return d?.title || id;
+    if (d?.title) return d.title;
+    const t = d?.createdAt ? new Date(d.createdAt) : undefined;
+    return t && !isNaN(t.getTime()) ? `dialog of ${t.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}` : `dialog ${id.slice(0, 8)}`;
   }
 }
 
@@ -686,10 +692,6 @@ class ChangesTree implements vscode.TreeDataProvider<Node> {
 
   refresh(): void {
     this.changed.fire(undefined);
-    if (this.view) {
-      const n = this.ext.session?.all().length ?? 0;
-      this.view.message = n ? undefined : 'No changes yet. Ask for one in the chat.';
-    }
   }
 
   getTreeItem(n: Node): vscode.TreeItem {
@@ -700,6 +702,7 @@ class ChangesTree implements vscode.TreeDataProvider<Node> {
     const session = this.ext.session;
     if (!session) return [];
     if (!n) {
+      if (this.view) this.view.message = session.all().length ? undefined : 'No changes yet. Ask for one in the chat.';
       return [...session.byDialog()].map(([id, list]) => new DialogItem(id, this.ext.dialogTitle(id), list));
     }
     if (n instanceof DialogItem) {

@@ -116,7 +116,8 @@ export class Transcript {
         if (ev.citation) m.citations.push(ev.citation);
         break;
       case 'notice':
-        if (ev.notice?.message && ev.notice.kind !== 'user') m.notices.push(ev.notice.message);
+        // The echo of the user's message and the upstream's task classification say nothing new.
+        if (ev.notice?.message && ev.notice.kind !== 'user' && ev.notice.kind !== 'classification') m.notices.push(ev.notice.message);
         break;
       case 'error':
         if (ev.error) m.errors.push(ev.error.message || ev.error.code);

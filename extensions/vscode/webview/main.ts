@@ -98,6 +98,16 @@ function renderMessage(m: Message): HTMLElement {
   return box;
 }
 
+/** A dialog's title, else when it started (ids are long hex strings that say nothing). */
+function dialogLabel(d: Partial<Dialog>): string {
+  if (d.title) return d.title;
+  if (d.createdAt) {
+    const t = new Date(d.createdAt);
+    if (!isNaN(t.getTime())) return `dialog of ${t.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}`;
+  }
+  return d.id ? `dialog ${d.id.slice(0, 8)}` : 'new dialog';
+}
+
 function render(): void {
   const t = state.transcript;
   const atBottom = messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 40;
@@ -110,7 +120,7 @@ function render(): void {
   for (const d of dialogs) {
     const o = document.createElement('option');
     o.value = d.id;
-    o.textContent = d.title || d.id || 'new dialog';
+    o.textContent = dialogLabel(d);
     o.selected = d.id === (state.currentDialog ?? t.dialogId);
     select.appendChild(o);
   }

@@ -94,6 +94,9 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     'git.enabled': false,
     'editor.codeLens': true,
     'diffEditor.renderSideBySide': true,
+    'diffEditor.useInlineViewWhenSpaceIsLimited': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'workbench.auxiliaryBar.defaultVisibility': 'hidden',
     'smith.path': smithBin(),
     'smith.upstream': up.url,
     'smith.applyMode': 'review',
@@ -164,7 +167,9 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     const want = MAIN_GO.replace('total(basket))', 'subtotal(basket))').replace('withTax(total(', 'withTax(subtotal(');
     await until('main.go saved with hunk 1 only', () => fs.readFileSync(file, 'utf8') === want, 15_000);
 
-    // The editor shows the same text.
+    // The editor shows the same text (the diff closed, main.go alone in the editor).
+    await runCommand(page, 'View: Close All Editors');
+    await page.locator('.monaco-diff-editor').waitFor({ state: 'detached' });
     await page.keyboard.press('Control+P');
     await page.locator('.quick-input-widget input').fill('main.go');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'main.go' }).first().waitFor();
