@@ -45,6 +45,7 @@ describe('a v0 upstream: the agent proposes, the user decides per hunk', () => {
     assert.ok(answer.changes.some((c) => c.path === 'main.go'), 'the change event is in the transcript');
     assert.ok(updates > 3, `the transcript was updated as events streamed (${updates} updates)`);
 
+    assert.equal(fs.readFileSync(path.join(ws.dir, 'main.go'), 'utf8'), MAIN_GO, 'nothing is written before the user decides');
     const c = s.get(res.changes[0])!;
     assert.equal(c.path, 'main.go');
     assert.equal(c.status, 'pending');
