@@ -377,9 +377,16 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 		c := e.changes[r.ChangeID]
 		r.State = undoUndone
 		for j := range c.Hunks {
-			if s, ok := r.Prev[c.Hunks[j].ID]; ok {
-				c.Hunks[j].Status = s
+			s, ok := r.Prev[c.Hunks[j].ID]
+			if !ok {
+				continue
 			}
+			// A hunk this apply wrote is undone, not pending: a later
+			// re-validation must not offer it for review again.
+			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
+				s = StatusUndone
+			}
+			c.Hunks[j].Status = s
 		}
 		if r.Path == c.source() {
 			c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)

@@ -134,9 +134,20 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 // base hash. Hunks already applied or rejected keep their status. Called
 // without e.mu for a new record, with it held by no one else for an old one
 // (see revalidate).
+//
+// An undone change stays undone (its hunks keep that status): it is
+// re-planned only so that an Apply on purpose starts from the text now,
+// and a plan that fails just says so in its reason.
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	c.BaseHash = contentHash(text, exists)
 	fp, err := e.planChange(c, text, exists)
+	if c.Status == StatusUndone {
+		c.Reason = ""
+		if err != nil {
+			c.Reason = fmt.Sprintf("%s: no longer applies: %v", c.Path, err)
+		}
+		return
+	}
 	if err != nil && e.holdsResult(c, text, exists) {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
