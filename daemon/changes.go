@@ -313,12 +313,15 @@ func (e *Engine) view(id string) *Change {
 	return &v
 }
 
-// Changes lists change proposals, oldest first.
+// Changes lists change proposals, oldest first, as they are now: a written
+// change whose file no longer holds it (reset, edited) is listed stale,
+// whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(f ChangeFilter) []Change {
 	e.mu.Lock()
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
-		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) && (f.TurnID == "" || c.TurnID == f.TurnID) {
+		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))
+		if (f.DialogID == "" || c.DialogID == f.DialogID) && maybe && (f.TurnID == "" || c.TurnID == f.TurnID) {
 			snaps = append(snaps, c.snapshot())
 		}
 	}
@@ -328,7 +331,9 @@ func (e *Engine) Changes(f ChangeFilter) []Change {
 		v := snaps[i].Change
 		v.Hunks = slices.Clone(snaps[i].Hunks)
 		e.present(nil, &snaps[i], &v)
-		out = append(out, v)
+		if f.Status == "" || v.Status == f.Status {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -55,3 +55,37 @@ func TestUndoneStaysUndone(t *testing.T) {
 		t.Fatalf("c1 not applied:\n%s", f.read("f.txt"))
 	}
 }
+
+// TestResetFileIsNotListedApplied: after the file of an applied change is
+// put back (git checkout, a session reset), listing the change says it is
+// no longer there; once the file holds it again, it is applied again.
+func TestResetFileIsNotListedApplied(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	p := f.e.Attach(nil)
+	c, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	applied := f.read("f.txt")
+	f.write("f.txt", twentyLines()) // git checkout .
+	list := f.e.Changes(ChangeFilter{})
+	if len(list) != 1 || list[0].Status != StatusStale || !strings.Contains(list[0].Reason, "no longer holds") {
+		t.Fatalf("after the reset: %+v; want stale, saying the file no longer holds it", list)
+	}
+	if h := list[0].Hunks[0]; h.Status == StatusApplied || h.OldStart != 2 {
+		t.Fatalf("hunk after the reset: %+v; want not applied, placed at line 2 again", h)
+	}
+	if n := len(f.e.Changes(ChangeFilter{Status: StatusApplied})); n != 0 {
+		t.Fatalf("%d changes listed as applied after the reset", n)
+	}
+	if n := len(f.e.Changes(ChangeFilter{Status: StatusStale})); n != 1 {
+		t.Fatalf("%d changes listed as stale after the reset, want 1", n)
+	}
+	f.write("f.txt", applied)
+	if got, _ := f.e.Change(c.ID); got.Status != StatusApplied {
+		t.Fatalf("file holding the change again: %s, want applied", got.Status)
+	}
+}
