@@ -37,7 +37,7 @@ func (e *Engine) place(c *changeRecord, text []byte, exists bool) placement {
 	}
 	pl.fwd, _ = e.planFile(c, text, exists, false)
 	if c.OldAbs == "" && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return written(h.Status) }) {
-		pl.lost = true
+		pl.lost = c.Kind != protocol.ChangeDelete // for a deletion the disk decides (holds)
 		if f, err := e.planFile(c, text, exists, true); err == nil && f.Conflict == nil {
 			pl.rev = f
 		}
@@ -184,6 +184,12 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 // that was written is still found (describe marked the lost ones
 // conflict), a deleted file is absent, a whole content is there.
 func holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) bool {
+	if c.Kind == protocol.ChangeDelete {
+		// An editor may keep the buffer of a file deleted on disk open
+		// (one without the delete resource operation): the disk decides.
+		_, onDisk, err := readFile(c.Abs)
+		return err == nil && !onDisk
+	}
 	if len(hunks) > 0 {
 		for i, h := range hunks {
 			if written(c.Hunks[i].Status) && h.Status == StatusConflict {
@@ -192,10 +198,7 @@ func holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) bool {
 		}
 		return true
 	}
-	switch {
-	case c.Kind == protocol.ChangeDelete:
-		return !exists
-	case c.Content != nil:
+	if c.Content != nil {
 		return exists && string(text) == *c.Content
 	}
 	return true
