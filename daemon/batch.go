@@ -431,13 +431,22 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 	} else if rec != nil {
 		recs = []*undoRecord{rec}
 	}
-	_, known := e.changes[changeID]
+	c, known := e.changes[changeID]
+	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
+	var path string
+	if known {
+		path = c.Path
+	}
 	e.mu.Unlock()
 	switch {
 	case len(recs) > 0:
 		return recs, nil
 	case changeID != "" && !known:
 		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, changeID)
+	case upstream:
+		// The fronts say what can be done instead (reject its hunks, or
+		// the upstream's own session reset or restore).
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
 	case changeID != "":
 		return nil, fmt.Errorf("nothing to undo for change %s: smith has not written it", changeID)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,8 +87,11 @@ func newUndoCmd(s *IOStreams) *cobra.Command {
 		Use:   "undo [CHANGE]",
 		Short: "Undo a change that smith applied",
 		Long: `Restore the exact bytes a file had before smith applied CHANGE (the most recent
-applied change when omitted). Works across restarts; refuses when the file was
-changed since, so nothing you wrote afterwards is lost.`,
+applied change when omitted), also one written by smith apply. Works across
+restarts; refuses when the file was changed since, so nothing you wrote
+afterwards is lost. A file an AgentSmithy server wrote itself has no bytes
+before in smith's journal: undo then says what can be done instead (smith
+changes reject, smith session reset or restore).`,
 		Example: `  smith undo
   smith undo c3`,
 		Args: cobra.MaximumNArgs(1),
@@ -98,6 +102,11 @@ changed since, so nothing you wrote afterwards is lost.`,
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				c, err := b.Undo(ctx, id)
+				if err != nil && id != "" && errors.Is(err, daemon.ErrUnsupported) {
+					if c, ferr := findChange(ctx, b, id); ferr == nil {
+						return fmt.Errorf("%w\n%s", err, upstreamUndoAdvice(c))
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -317,4 +326,21 @@ func changeHunkIDs(spec string) ([]string, error) {
 		ids = append(ids, "h"+strconv.Itoa(n))
 	}
 	return ids, nil
+}
+
+// upstreamUndoAdvice says what can be done with change c, which the
+// upstream wrote itself, instead of an undo: reject its hunks when it has
+// them, or give up or roll back the server's writes with its session.
+func upstreamUndoAdvice(c *daemon.Change) string {
+	var b strings.Builder
+	dialog := ""
+	if c.DialogID != "" {
+		dialog = " --dialog " + c.DialogID
+	}
+	if len(c.Hunks) > 0 {
+		fmt.Fprintf(&b, "  to take its hunks back out of %s:   smith changes reject %s\n", c.Path, c.ID)
+	}
+	fmt.Fprintf(&b, "  to give up everything the server wrote in the dialog:   smith session reset%s\n", dialog)
+	fmt.Fprintf(&b, "  to go back to a checkpoint:   smith session checkpoints%s, then smith session restore CHECKPOINT%s", dialog, dialog)
+	return b.String()
 }
