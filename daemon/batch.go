@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // A batch is a set of file writes that happen together or not at all:
@@ -460,4 +461,37 @@ func (e *Engine) newUndoGroup() int {
 	g := e.st.NextUndo
 	e.st.NextUndo++
 	return g
+}
+
+// ApplyPatch records changes that did not come from a turn (the files of
+// a diff given to `smith apply`) and applies them together, exactly like
+// ApplyChanges: all or none, journalled as one undo group, so that Undo("")
+// takes the whole patch back. When they cannot all be applied, nothing is
+// written and the recorded changes are rejected, with the error returned.
+func (e *Engine) ApplyPatch(ctx context.Context, p *Peer, dialogID string, chs []protocol.Change) ([]Change, error) {
+	if len(chs) == 0 {
+		return nil, errors.New("no change to apply")
+	}
+	var ids []string
+	giveUp := func() {
+		for _, id := range ids {
+			if _, err := e.Reject(ctx, p, id, nil); err != nil {
+				e.log.Warn("reject a change of a patch that was not applied", "change", id, "err", err)
+			}
+		}
+	}
+	for _, ch := range chs {
+		c, err := e.Propose(p, dialogID, ch)
+		if err != nil {
+			giveUp()
+			return nil, err
+		}
+		ids = append(ids, c.ID)
+	}
+	out, err := e.ApplyChanges(ctx, p, ids)
+	if err != nil {
+		giveUp()
+		return nil, err
+	}
+	return out, nil
 }
