@@ -1,12 +1,13 @@
 # smith — every test is one command: make test
 GO ?= go
 NVIM_TESTS := extensions/nvim/test/run.sh
+EMACS_TESTS := test/emacs/run.sh
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test vet lint gotest nvimtest build install bench fuzz
+.PHONY: test vet lint gotest nvimtest emacstest build install bench fuzz
 
-test: vet lint gotest nvimtest
+test: vet lint gotest nvimtest emacstest
 
 vet:
 	$(GO) vet ./...
@@ -22,6 +23,11 @@ gotest:
 # .ci/run installs Neovim with apt-get when it is missing; the script only checks.
 nvimtest: build
 	@if [ -x $(NVIM_TESTS) ]; then SMITH_BIN=$(CURDIR)/bin/smith $(NVIM_TESTS); else echo "nvim tests: none yet"; fi
+
+# A plain LSP client: batch-mode Emacs with eglot against a real smith serve.
+# .ci/run installs emacs-nox and elpa-eglot when they are missing.
+emacstest: build
+	SMITH_BIN=$(CURDIR)/bin/smith $(EMACS_TESTS)
 
 # Static (no cgo): smith needs nothing from C, and starts ~1 ms sooner without
 # the dynamic loader (docs/benchmarks.md, "Where smith's time goes").

@@ -28,7 +28,13 @@ type Config struct {
 	MaxEventSize int              // default protocol.DefaultMaxEventSize
 	AutoApply    bool             // apply proposals as they arrive
 	NoWatch      bool             // do not start the fsnotify watcher
-	HTTPClient   *http.Client     // default: a client without an overall timeout
+	// CheckUpstreamWorkspace: the upstream was not named by the user (it
+	// was discovered, or is the default address); before sending it
+	// anything the client makes sure it serves Workspace
+	// (protocol.ClientConfig.Workspace), so that a server started for
+	// another project never gets this one's requests.
+	CheckUpstreamWorkspace bool
+	HTTPClient             *http.Client // default: a client without an overall timeout
 
 	// Additions of the engine work (not in the first contract):
 	Header        http.Header   // extra headers for every upstream request (tests: fault injection)

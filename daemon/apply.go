@@ -21,7 +21,7 @@ func (e *Engine) current(p *Peer, abs string) (target, error) {
 	if t, v, ed, ok := e.document(p, abs); ok {
 		return target{text: t, exists: true, open: true, version: v, ed: ed}, nil
 	}
-	b, exists, err := readFile(abs)
+	b, exists, err := e.ws.readFile(abs)
 	if err != nil {
 		return target{}, fmt.Errorf("read %s: %w", abs, err)
 	}
@@ -35,7 +35,7 @@ func (e *Engine) current(p *Peer, abs string) (target, error) {
 // file comes back on disk, which loses nothing. Otherwise tg is kept, and
 // the undo is refused as usual.
 func (e *Engine) deletedBehindBuffer(r *undoRecord, tg target) target {
-	b, exists, err := readFile(r.Path)
+	b, exists, err := e.ws.readFile(r.Path)
 	if err != nil || exists || !r.Before.matches(tg.text, true) {
 		return tg
 	}
@@ -113,7 +113,7 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
 		}
 		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
-		if rec, err = e.beginUndo(c, "reject", w, 0); err != nil {
+		if rec, err = e.beginUndo(c, "reject", w, 0, ids); err != nil {
 			return nil, err
 		}
 		if err := e.writeBatch(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), []*fileWrite{w}); err != nil {
@@ -149,7 +149,7 @@ func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []s
 // beginUndo journals a write before it happens: the bytes before go to the
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
-func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int) (*undoRecord, error) {
+func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
 	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
@@ -167,6 +167,7 @@ func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group i
 	r := &undoRecord{
 		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
+		Hunks: hunks,
 	}
 	e.st.NextUndo++
 	e.st.Undo = append(e.st.Undo, r)
@@ -198,21 +199,26 @@ func (e *Engine) saveLogged() {
 
 // recover resolves writes that were journalled but not finished when the
 // previous engine stopped: a file holding the bytes after is marked done
-// (undo can restore it), one holding the bytes before is marked failed.
-// Anything else is left to the user and logged; Undo then refuses.
+// (undo can restore it) and its change settled as the finished write
+// would have left it (applied or rejected, not stale); one holding the
+// bytes before is marked failed. Anything else is left to the user and
+// logged; Undo then refuses.
 func (e *Engine) recover() error {
 	dirty := false
 	for _, r := range e.st.Undo {
 		if r.State != undoPending {
 			continue
 		}
-		b, exists, err := readFile(r.Path)
+		b, exists, err := e.ws.readFile(r.Path)
 		if err != nil {
-			return fmt.Errorf("recover the journal: %w", err)
+			e.log.Warn("cannot read a file an interrupted write named; its record is marked failed", "path", r.Path, "err", err)
+			r.State, dirty = undoFailed, true
+			continue
 		}
 		switch {
 		case r.After.matches(b, exists):
 			r.State, r.Via = undoDone, "disk"
+			e.settle(r)
 		case r.Before.matches(b, exists):
 			r.State = undoFailed
 		default:
@@ -225,6 +231,32 @@ func (e *Engine) recover() error {
 		return e.saveLocked()
 	}
 	return nil
+}
+
+// settle sets the change of a write that recovery found done to what the
+// writer would have set had it not been killed.
+func (e *Engine) settle(r *undoRecord) {
+	c := e.changes[r.ChangeID]
+	if c == nil {
+		return
+	}
+	status := StatusApplied
+	if r.Action == "reject" {
+		status = StatusRejected
+	}
+	for i := range c.Hunks {
+		if r.Hunks == nil || slices.Contains(r.Hunks, c.Hunks[i].ID) {
+			c.Hunks[i].Status = status
+		}
+	}
+	if r.Path == c.Abs || r.Action == "reject" {
+		c.BaseHash = contentHash(nil, false)
+		if r.After.Exists {
+			c.BaseHash = r.After.Hash
+		}
+	}
+	c.Status = deriveStatus(c.Hunks, status)
+	c.Reason = ""
 }
 
 // snapshot copies a record so that it can be used without e.mu.

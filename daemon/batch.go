@@ -86,7 +86,7 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 	if len(disk) == 0 {
 		return nil
 	}
-	if err := diffapply.Commit(ctx, e.ws.root, disk, e.store.txnDir()); err != nil {
+	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
 		e.takeBack(ctx, label, done, byEd)
 		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
 			return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
@@ -285,7 +285,7 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
-			rec, err := e.beginUndo(st.c, "apply", w, group)
+			rec, err := e.beginUndo(st.c, "apply", w, group, st.ids)
 			if err != nil {
 				e.failUndo(steps)
 				return nil, err

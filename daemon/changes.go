@@ -55,7 +55,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	case err != nil:
 		c.Status = StatusRejected
 		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
-		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (nothing was written)", id, src.Path, e.ws.root, err)
+		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		if src.AppliedUpstream {
+			// "Nothing was written" would be false: the server wrote it.
+			c.Reason = fmt.Sprintf("the server itself wrote %s, outside the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, outside the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
 		c.setRename(oldAbs, oldRel)
@@ -123,7 +128,7 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 	if t, _, _, ok := e.document(p, abs); ok {
 		return t, true, nil
 	}
-	b, exists, err := readFile(abs)
+	b, exists, err := e.ws.readFile(abs)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", abs, err)
 	}
@@ -256,14 +261,14 @@ func contentHash(b []byte, exists bool) string {
 // verifyUpstream checks a change the upstream says it already wrote
 // against disk: the file must hold the post-image.
 func (e *Engine) verifyUpstream(c *changeRecord) {
-	disk, exists, err := readFile(c.Abs)
+	disk, exists, err := e.ws.readFile(c.Abs)
 	if err != nil {
 		c.Status, c.Reason = StatusConflict, fmt.Sprintf("read %s: %v", c.Path, err)
 		return
 	}
 	c.BaseHash = contentHash(disk, exists)
 	if c.OldAbs != "" {
-		if _, oldExists, _ := readFile(c.OldAbs); oldExists {
+		if _, oldExists, _ := e.ws.readFile(c.OldAbs); oldExists {
 			c.Status, c.Reason = StatusConflict, fmt.Sprintf("the upstream reported renaming %s to %s, but %s still exists", c.OldPath, c.Path, c.OldPath)
 			return
 		}
@@ -461,7 +466,12 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 	return requested, nil
 }
 
-// saveLocked writes the state file. Called with e.mu held.
+// saveLocked writes the state file. Called with e.mu held. Every change
+// of the set of open changes is saved, so this is also where the watcher
+// learns that the directories it should watch may have moved.
 func (e *Engine) saveLocked() error {
+	if e.watch != nil {
+		e.watch.changesMoved()
+	}
 	return e.store.save(e.st)
 }

@@ -22,7 +22,12 @@ var (
 )
 
 func (e *Engine) clientConfig() protocol.ClientConfig {
+	var ws string
+	if e.cfg.CheckUpstreamWorkspace {
+		ws = e.cfg.Workspace
+	}
 	return protocol.ClientConfig{
+		Workspace:    ws,
 		BaseURL:      e.cfg.Upstream,
 		Dialect:      e.cfg.Dialect,
 		HTTPClient:   e.cfg.HTTPClient,

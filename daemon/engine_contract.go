@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -97,6 +98,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No write may land in smith's state (of any workspace), even when it
+	// lies inside this workspace: a change could forge a journal there.
+	if ws, err = newWorkspace(cfg.Workspace, filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		cfg:     cfg,
 		ws:      ws,
@@ -123,11 +129,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// A multi-file write cut short by a crash is rolled back first, then
 	// the undo journal learns which of its pending writes happened.
-	if n, err := diffapply.Recover(e.store.txnDir()); err != nil {
-		return nil, fmt.Errorf("recover an interrupted write (journal %s): %w", e.store.txnDir(), err)
+	// A journal that cannot be settled is set aside and reported here,
+	// once; it does not keep the engine from starting.
+	if n, err := diffapply.Recover(ws.root, e.store.txnDir()); err != nil {
+		e.log.Error("an interrupted write could not be settled completely; see the files named", "journal", e.store.txnDir(), "err", err)
 	} else if n > 0 {
-		e.log.Warn("rolled back interrupted writes", "transactions", n)
+		e.log.Warn("finished or rolled back interrupted writes", "transactions", n)
 	}
+	e.store.removeTemps()
 	if err := e.recover(); err != nil {
 		return nil, err
 	}
@@ -141,7 +150,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.cancel()
 			return nil, fmt.Errorf("start the file watcher (set NoWatch to run without it): %w", err)
 		}
+		e.mu.Lock() // saveLocked reads it under e.mu, also on the watcher's goroutine
 		e.watch = w
+		e.mu.Unlock()
 	}
 	// Files may have changed while no engine was watching.
 	e.revalidateAll()
@@ -173,7 +184,7 @@ func (e *Engine) Close() error {
 	if e.watch != nil {
 		errs = append(errs, e.watch.close())
 	}
-	errs = append(errs, e.unlock())
+	errs = append(errs, e.unlock(), e.ws.fs.Close())
 	return errors.Join(errs...)
 }
 

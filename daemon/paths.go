@@ -3,25 +3,31 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
 )
 
-// ErrOutsideWorkspace is returned (wrapped with the path) for a change whose
-// target does not resolve, after symlinks, under the workspace root.
-var ErrOutsideWorkspace = errors.New("path outside the workspace")
+// ErrOutsideWorkspace is returned (wrapped with the path and the rule) for
+// a change whose target breaks the workspace rules: outside the root
+// (also through a symlink), "..", .git, smith's state folder, or not a
+// regular file. The rules are diffapply.Workspace's, the one set every
+// writer uses; the error also matches diffapply.ErrUnsafePath.
+var ErrOutsideWorkspace = errors.New("path refused")
 
 // workspace knows the root in two spellings: as configured (for paths shown
-// to the user and handed to the editor) and symlink-resolved (for the
-// containment check).
+// to the user and handed to the editor) and symlink-resolved (the key of
+// the state folder), and the diffapply.Workspace that confines every read
+// and write.
 type workspace struct {
 	root     string // cleaned absolute root as configured
 	resolved string // root after filepath.EvalSymlinks
+	fs       *diffapply.Workspace
 }
 
-func newWorkspace(root string) (workspace, error) {
+// newWorkspace opens root; writes into any of protect (smith's state
+// folder) are refused. No file descriptor is held until first use.
+func newWorkspace(root string, protect ...string) (workspace, error) {
 	if root == "" {
 		return workspace{}, errors.New("daemon: Config.Workspace is required")
 	}
@@ -33,70 +39,28 @@ func newWorkspace(root string) (workspace, error) {
 	if err != nil {
 		return workspace{}, fmt.Errorf("workspace %s: %w", root, err)
 	}
-	return workspace{root: abs, resolved: res}, nil
+	fs, err := diffapply.OpenWorkspace(abs, protect...)
+	if err != nil {
+		return workspace{}, fmt.Errorf("workspace %s: %w", root, err)
+	}
+	return workspace{root: abs, resolved: res, fs: fs}, nil
 }
 
 // resolve maps a path named by the upstream (absolute, or relative to the
 // root) to its absolute form under the configured root and its
-// slash-separated workspace-relative form. A path is inside the workspace if
-// and only if it resolves, after symlinks, under the resolved root; the file
-// itself need not exist (a creation), so the longest existing prefix is
-// resolved and the rest appended.
+// slash-separated workspace-relative form, by diffapply.Workspace.Confine.
+// The file itself need not exist (a creation).
 func (w workspace) resolve(name string) (abs, rel string, err error) {
-	if name == "" {
-		return "", "", fmt.Errorf("%w: empty path", ErrOutsideWorkspace)
-	}
-	p := filepath.FromSlash(name)
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(w.root, p)
-	}
-	p = filepath.Clean(p)
-	real, err := resolveExisting(p)
+	abs, rel, err = w.fs.Confine(name)
 	if err != nil {
-		return "", "", fmt.Errorf("resolve %s: %w", name, err)
+		return "", "", fmt.Errorf("%w: %w", ErrOutsideWorkspace, err)
 	}
-	r, err := filepath.Rel(w.resolved, real)
-	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
-		return "", "", fmt.Errorf("%w: %s resolves to %s, not under %s", ErrOutsideWorkspace, name, real, w.root)
-	}
-	return filepath.Join(w.root, r), filepath.ToSlash(r), nil
+	return abs, rel, nil
 }
 
-// resolveExisting evaluates symlinks in the longest existing prefix of p and
-// appends the missing tail unchanged.
-func resolveExisting(p string) (string, error) {
-	var tail []string
-	cur := p
-	for {
-		real, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			return filepath.Join(append([]string{real}, tail...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		// A dangling symlink would be followed by a later write: refuse it
-		// rather than treat its name as a plain missing file.
-		if fi, lerr := os.Lstat(cur); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return "", fmt.Errorf("%s is a dangling symlink", cur)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p, nil
-		}
-		tail = append([]string{filepath.Base(cur)}, tail...)
-		cur = parent
-	}
-}
-
-// readFile returns the bytes of path and whether it exists.
-func readFile(path string) ([]byte, bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
+// readFile returns the bytes of a workspace file and whether it exists,
+// through the workspace's confinement: it never blocks on a FIFO or a
+// device (those are refused), and never follows a symlink out.
+func (w workspace) readFile(abs string) ([]byte, bool, error) {
+	return w.fs.ReadFile(abs)
 }

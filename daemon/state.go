@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/smith-dev/smith/protocol"
 )
@@ -103,8 +104,12 @@ type undoRecord struct {
 	Before   blobRef           `json:"before"`
 	After    blobRef           `json:"after"`
 	State    string            `json:"state"`
-	Prev     map[string]string `json:"prevHunks"`  // hunk statuses before the write
-	PrevStat string            `json:"prevStatus"` // change status before the write
+	Prev     map[string]string `json:"prevHunks"` // hunk statuses before the write
+	// Hunks are the ids the write applied or took back (nil: all of the
+	// change's), so that a restart after a crash can settle the change's
+	// status from a write that happened.
+	Hunks    []string `json:"hunks,omitempty"`
+	PrevStat string   `json:"prevStatus"` // change status before the write
 }
 
 // blobRef names file content: absent, or the sha256 of bytes kept in blobs/.
@@ -194,6 +199,29 @@ func (s store) getBlob(r blobRef) ([]byte, error) {
 		return nil, fmt.Errorf("undo journal blob %s is damaged", r.Hash[:12])
 	}
 	return b, nil
+}
+
+// removeTemps deletes the temp files (.tmp-*) that writeAtomic leaves
+// behind when the process is killed between creating and renaming one.
+// Only the engine holding the state folder's lock calls it, so no temp
+// file found is in use.
+func (s store) removeTemps() {
+	dirs := []string{s.dir}
+	if subs, err := os.ReadDir(filepath.Join(s.dir, "blobs")); err == nil {
+		for _, d := range subs {
+			if d.IsDir() {
+				dirs = append(dirs, filepath.Join(s.dir, "blobs", d.Name()))
+			}
+		}
+	}
+	for _, d := range dirs {
+		ents, _ := os.ReadDir(d)
+		for _, de := range ents {
+			if de.Type().IsRegular() && strings.HasPrefix(de.Name(), ".tmp-") {
+				os.Remove(filepath.Join(d, de.Name()))
+			}
+		}
+	}
 }
 
 // writeAtomic writes a file of smith's own state: temp file in the same

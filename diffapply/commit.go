@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,249 +33,396 @@ type Write struct {
 }
 
 // The journal of one transaction is a directory journalDir/tx-*/ holding
-// manifest.json and a backup of every pre-image. The protocol:
+// manifest.json (and, only while a failed commit is undone, a backup of
+// every pre-image). It is a write-ahead log; its states:
 //
-//  1. manifest in state "staging" (before any file is created);
-//  2. backups and the temp files next to the targets, each fsynced;
-//  3. manifest rewritten (temp + rename) to state "committing";
-//  4. each temp renamed over its target (or the target removed);
-//  5. the transaction directory removed.
+//	staging    written (not synced) before any temp file is created; the
+//	           targets are untouched. Recovery deletes the temp files: the
+//	           transaction never happened.
+//	committed  written and synced once every temp file is durable, before
+//	           the first rename. From here on the transaction happens:
+//	           recovery rolls it forward, renaming each temp file that is
+//	           still there over its target (and removing the targets to
+//	           delete), provided the target still holds its old bytes.
+//	aborting   written and synced, with the backups, before a commit that
+//	           failed mid-way (a rename refused, a target changed under
+//	           it) puts back what it renamed. Recovery rolls back: every
+//	           target that holds its new bytes gets its backup.
 //
-// A crash before 3 leaves only temp files, which Recover deletes; a crash
-// after 3 leaves complete backups, from which Recover restores every file.
-// So every file ends up entirely before or after, never in between.
+// The journal is removed only after the last step of its state is done.
+// Every step looks at the file before acting (a target is renamed over
+// only while it holds the bytes the step expects, a temp file is removed
+// only if present), so a recovery killed at any point and run again ends
+// in the same place. A target found in neither its old nor its new state
+// was edited by someone else: it is left alone, and the journal is set
+// aside as kept-tx-* with the reason reported once, so that it never
+// blocks later work. Recovery writes only inside the workspace the
+// manifest names, and only if that is the workspace it was asked about.
 //
-// Fsyncs, batched (each costs milliseconds on a disk): a kill -9 loses
-// nothing the process wrote, so fsyncs only matter for an operating-system
-// crash, and there only what must be durable before the first rename of
-// step 4 is: the backups, the temp files (else a renamed target could come
-// back empty), the "committing" manifest, and the directory entries that
-// lead to them (the transaction directory in journalDir, the manifest and
-// backups in it). The backups and temp files are fsynced concurrently,
-// all before the committing manifest. The "staging" manifest is not synced: losing it in an OS
-// crash leaves at worst stray temp files, never a changed target. So the
-// directory entries are synced once, after the committing manifest, not
-// after each file. The targets' directories are synced once each, after
-// all renames: until the journal is removed, an OS crash that undoes some
-// renames still finds the committing manifest and complete backups, and
-// Recover restores every file. The removal of the journal is synced last,
-// so a reported success is never rolled back by a later Recover.
+// A single write needs no commit record: its rename is atomic. It still
+// gets a staging manifest (not synced) so that a killed process's temp
+// file is found and removed by recovery.
 //
-// A commit of a single write has no journal at all: a temp file in the
-// target's directory, fsynced, renamed over the target (rename is atomic)
-// and the directory fsynced is already all-or-nothing, and a deletion is
-// one unlink. A process killed before the rename leaves the target as it
-// was and, at worst, its temp file (".NAME.smith-XXXX") next to it.
+// Fsyncs (each costs milliseconds on a disk; a kill -9 loses nothing the
+// process wrote, so they matter only for an operating-system crash): the
+// temp files, concurrently, before the committed record (else a renamed
+// target could come back empty); the committed manifest, its directory
+// and journalDir (so that recovery finds it); each target directory once,
+// after all renames; journalDir once more after the journal is removed,
+// so that a success is never replayed. The happy path writes no backups:
+// the old bytes are in memory until an abort needs them.
 type manifest struct {
 	Version int            `json:"version"`
-	State   string         `json:"state"` // "staging" or "committing"
+	Root    string         `json:"root"`  // the resolved workspace root
+	State   string         `json:"state"` // staging, committed or aborting
 	Entries []journalEntry `json:"entries"`
+	// Touched counts the entries (from the first) that an aborting
+	// transaction may have renamed; the others were never touched.
+	Touched int `json:"touched,omitempty"`
 }
 
 type journalEntry struct {
-	Path    string      `json:"path"`             // absolute target
-	Temp    string      `json:"temp,omitempty"`   // absolute temp file next to the target
-	Backup  string      `json:"backup,omitempty"` // file in the transaction dir
+	Path    string      `json:"path"`             // target, relative to Root, slash-separated
+	Temp    string      `json:"temp,omitempty"`   // temp file next to the target, relative to Root
+	Backup  string      `json:"backup,omitempty"` // file name in the transaction dir (aborting only)
 	Existed bool        `json:"existed"`
-	Mode    fs.FileMode `json:"mode"` // mode of the pre-image
-	Dirs    []string    `json:"dirs,omitempty"`
+	Mode    fs.FileMode `json:"mode"`           // mode of the pre-image
+	Dirs    []string    `json:"dirs,omitempty"` // created by the commit, deepest first
 	// Before and After are the hashes of the file's two states (or
-	// HashAbsent): Recover restores only a file that is in one of them.
+	// HashAbsent): recovery touches only a file that is in one of them.
 	Before string `json:"before"`
 	After  string `json:"after"`
 }
 
 const (
-	stateStaging    = "staging"
-	stateCommitting = "committing"
+	stateStaging   = "staging"
+	stateCommitted = "committed"
+	stateAborting  = "aborting"
+
+	manifestName = "manifest.json"
+	keptPrefix   = "kept-"
 )
 
 // Commit writes all files or none. Each target must pass the workspace
-// rules (see Plan) and its ExpectHash; contents go to temp files in the
-// target's directory, are fsynced and renamed into place. On any failure
-// the files already renamed are restored. With a journalDir and more than
-// one write, a process killed mid-commit leaves a journal that
-// Recover(journalDir) rolls back; with "" there is no journal, and a
-// single write needs none (its rename is atomic). ctx is checked before
-// the first rename.
-// Concurrent Commits on the same files are not coordinated.
+// rules (see Workspace) and its ExpectHash; contents go to temp files in
+// the target's directory, are fsynced and renamed into place. Just before
+// each rename the target is verified again (size, modification time,
+// hash): a file changed since it was read makes the commit restore what
+// it renamed and fail with a *StaleError. With a journalDir, a process
+// killed mid-commit leaves a journal that Recover(root, journalDir)
+// finishes; with "" there is none. ctx is checked before the first
+// rename. Concurrent Commits on the same files are not coordinated.
 func Commit(ctx context.Context, root string, writes []Write, journalDir string) error {
-	return commit(ctx, root, writes, journalDir, nil)
-}
-
-// commit is Commit with a hook called just before (renamed false) and just
-// after (true) the i-th target is renamed or removed; tests use it to kill
-// the process mid-commit or to inject a failure.
-func commit(ctx context.Context, root string, writes []Write, journalDir string, hook func(i int, renamed bool) error) (err error) {
-	ws, err := newWorkspace(root)
+	ws, err := OpenWorkspace(root)
 	if err != nil {
 		return fmt.Errorf("workspace root: %w", err)
 	}
-	entries, contents, backups, err := prepare(ws, writes)
+	defer ws.Close()
+	return ws.Commit(ctx, writes, journalDir)
+}
+
+// Commit is the package's Commit within w (whose protected folders are
+// refused like any unsafe path).
+func (w *Workspace) Commit(ctx context.Context, writes []Write, journalDir string) error {
+	return w.commit(ctx, writes, journalDir, nil)
+}
+
+// txn is one commit or one recovery at work.
+type txn struct {
+	d    *os.Root // the workspace
+	ws   *Workspace
+	tx   string // the transaction directory, "" without a journal
+	m    manifest
+	hook func(step string) error // tests: called before each change to the file system
+}
+
+// step runs the test hook before a change to the file system; a hook may
+// fail the step or stop the process (panic, SIGKILL) right there.
+func (t *txn) step(format string, args ...any) error {
+	if t.hook == nil {
+		return nil
+	}
+	return t.hook(fmt.Sprintf(format, args...))
+}
+
+// preimage is what prepare read of a target, to verify it before rename.
+type preimage struct {
+	bytes []byte
+	size  int64
+	mtime time.Time
+}
+
+func (w *Workspace) commit(ctx context.Context, writes []Write, journalDir string, hook func(string) error) (err error) {
+	d, err := w.dir()
 	if err != nil {
 		return err
 	}
-	var tx string
-	if journalDir != "" && len(writes) > 1 {
-		if tx, err = newTxDir(journalDir); err != nil {
+	t := &txn{d: d, ws: w, hook: hook, m: manifest{Version: 2, Root: w.real, State: stateStaging}}
+	pre, err := t.prepare(writes)
+	if err != nil {
+		return err
+	}
+	if journalDir != "" {
+		if t.tx, err = newTxDir(journalDir); err != nil {
+			return err
+		}
+		if err := t.writeManifest(false); err != nil {
+			t.discard()
 			return err
 		}
 	}
-	m := &manifest{Version: 1, State: stateStaging, Entries: entries}
-	cleanup := func() {
-		for _, e := range entries {
-			if e.Temp != "" {
-				os.Remove(e.Temp)
-			}
-		}
-		if tx != "" {
-			os.RemoveAll(tx)
-		}
-	}
-	if tx != "" {
-		if err := writeManifest(tx, m, false); err != nil {
-			cleanup()
-			return err
-		}
-	}
-	if err := stage(tx, entries, contents, backups, writes); err != nil {
-		cleanup()
+	if err := t.stage(writes); err != nil {
+		t.discard()
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		cleanup()
+		t.discard()
 		return err
 	}
-	if tx != "" {
-		m.State = stateCommitting
-		if err := writeManifest(tx, m, true); err != nil {
-			cleanup()
+	if t.tx != "" && len(writes) > 1 {
+		t.m.State = stateCommitted
+		if err := t.writeManifest(true); err != nil {
+			t.discard()
 			return err
 		}
 		syncDir(journalDir) // the transaction directory's entry
 	}
 	var dirs []string // to sync once each, after all renames
-	for i := range entries {
-		e := &entries[i]
-		var rerr error
-		if hook != nil {
-			rerr = hook(i, false)
+	for i := range t.m.Entries {
+		e := &t.m.Entries[i]
+		if err := t.replace(i, pre[i]); err != nil {
+			return t.abort(i, pre, err)
 		}
-		switch {
-		case rerr != nil:
-		case writes[i].Content == nil:
-			rerr = os.Remove(e.Path)
-		default:
-			rerr = os.Rename(e.Temp, e.Path)
-		}
-		if rerr == nil && hook != nil {
-			rerr = hook(i, true)
-		}
-		if rerr != nil {
-			rb := rollback(tx, entries, backups)
-			cleanup()
-			return errors.Join(fmt.Errorf("writing %s: %w; all files were restored", e.Path, rerr), rb)
-		}
-		// The target's directory, and the parents of directories this
-		// commit created (else a new file could vanish with its directory).
-		for _, d := range append([]string{e.Path}, e.Dirs...) {
-			if d = filepath.Dir(d); !slices.Contains(dirs, d) {
-				dirs = append(dirs, d)
+		for _, dd := range append([]string{e.Path}, e.Dirs...) {
+			if dd = path.Dir(dd); !slices.Contains(dirs, dd) {
+				dirs = append(dirs, dd)
 			}
 		}
 	}
-	for _, d := range dirs {
-		syncDir(d)
+	for _, dd := range dirs {
+		t.syncDir(dd)
 	}
-	for i, e := range entries {
-		if writes[i].Content == nil {
-			removeEmptyParents(ws.real, filepath.Dir(e.Path))
+	for _, e := range t.m.Entries {
+		if e.After == HashAbsent {
+			t.removeEmptyParents(path.Dir(e.Path))
 		}
 	}
-	if tx != "" {
-		if err := os.RemoveAll(tx); err != nil {
-			return fmt.Errorf("all files written, but removing the journal %s failed: %w", tx, err)
+	if t.tx != "" {
+		if err := t.finish(); err != nil {
+			return fmt.Errorf("all files written, but removing the journal %s failed: %w", t.tx, err)
 		}
-		syncDir(journalDir)
+		if t.m.State == stateCommitted {
+			syncDir(journalDir)
+		}
 	}
 	return nil
 }
 
-// removeEmptyParents removes dir and its parents while they are empty,
-// stopping at root, as git does after deleting a file. Best effort: a
-// directory that is not empty, or cannot be removed, simply stays.
-func removeEmptyParents(root, dir string) {
-	for dir != root {
-		if _, ok := within(root, dir); !ok || os.Remove(dir) != nil {
-			return
+// replace verifies entry i's target against what prepare read and renames
+// its temp file over it (or removes it).
+func (t *txn) replace(i int, p preimage) error {
+	e := &t.m.Entries[i]
+	if err := t.verify(e, p); err != nil {
+		return err
+	}
+	if e.Temp == "" {
+		if err := t.step("remove %s", e.Path); err != nil {
+			return err
 		}
-		dir = filepath.Dir(dir)
+		return t.d.Remove(e.Path)
+	}
+	if err := t.step("rename %s", e.Path); err != nil {
+		return err
+	}
+	return t.d.Rename(e.Temp, e.Path)
+}
+
+// verify checks, as late as possible before the rename, that the target
+// is still what prepare read: a write in between would otherwise be lost.
+// Size and modification time catch most writes without reading; the hash
+// catches a same-size write within the file system's timestamp tick.
+func (t *txn) verify(e *journalEntry, p preimage) error {
+	fi, err := t.d.Lstat(e.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !e.Existed {
+			return nil
+		}
+		return &StaleError{Path: e.Path, Want: e.Before, Got: HashAbsent, During: true}
+	case err != nil:
+		return err
+	case !e.Existed:
+		return &StaleError{Path: e.Path, Want: HashAbsent, Got: "a file", During: true}
+	case !fi.Mode().IsRegular():
+		return &PathError{Path: e.Path, Rule: RuleNotRegular}
+	case fi.Size() != p.size || !fi.ModTime().Equal(p.mtime):
+		return &StaleError{Path: e.Path, Want: e.Before, Got: "a file of another size or time", During: true}
+	}
+	b, _, err := readRegular(t.d, e.Path)
+	if err != nil {
+		return err
+	}
+	if h := Hash(b); h != e.Before {
+		return &StaleError{Path: e.Path, Want: e.Before, Got: h, During: true}
+	}
+	return nil
+}
+
+// abort undoes a commit that failed at entry i, through an aborting
+// journal when there is one (so that a kill during the undo is finished
+// by recovery), else from memory.
+func (t *txn) abort(i int, pre []preimage, cause error) error {
+	what := fmt.Sprintf("writing %s", t.m.Entries[i].Path)
+	var se *StaleError
+	if errors.As(cause, &se) {
+		what = "commit"
+	}
+	if i == 0 {
+		t.discard() // nothing was renamed yet
+		return fmt.Errorf("%s: %w; nothing was written", what, cause)
+	}
+	backup := func(j int) ([]byte, error) { return pre[j].bytes, nil }
+	if t.tx != "" {
+		// Should the undo below be killed, recovery must roll back, not
+		// forward: the backups and the aborting state go to disk first.
+		if err := t.writeBackups(i, pre); err != nil {
+			cause = errors.Join(cause, err)
+		} else {
+			t.m.State, t.m.Touched = stateAborting, i
+			if err := t.writeManifest(true); err != nil {
+				cause = errors.Join(cause, err)
+			}
+		}
+	}
+	rb := t.rollBack(i, backup)
+	if rb == nil {
+		if t.tx != "" {
+			if err := t.finish(); err != nil {
+				rb = fmt.Errorf("removing the journal %s: %w", t.tx, err)
+			}
+		}
+		return fmt.Errorf("%s: %w; all files were restored", what, cause)
+	}
+	if t.tx != "" {
+		t.setAside()
+	}
+	return errors.Join(fmt.Errorf("%s: %w", what, cause), rb)
+}
+
+// writeBackups writes the pre-images of the entries before i (those
+// renamed), synced, for an aborting journal.
+func (t *txn) writeBackups(i int, pre []preimage) error {
+	var open []*os.File
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	for j := 0; j < i; j++ {
+		e := &t.m.Entries[j]
+		if !e.Existed {
+			continue
+		}
+		e.Backup = fmt.Sprintf("backup-%d", j)
+		p := filepath.Join(t.tx, e.Backup)
+		os.Remove(p)
+		f, err := createFile(nil, p, pre[j].bytes, 0o600)
+		if err != nil {
+			return fmt.Errorf("journal backup of %s: %w", e.Path, err)
+		}
+		open = append(open, f)
+	}
+	return syncAll(open, nil)
+}
+
+// discard removes what a commit that renamed nothing created: its temp
+// files, the directories made for them, its journal.
+func (t *txn) discard() {
+	for _, e := range t.m.Entries {
+		if e.Temp != "" {
+			t.d.Remove(e.Temp)
+		}
+		for _, dd := range e.Dirs {
+			t.d.Remove(dd)
+		}
+	}
+	if t.tx != "" {
+		os.RemoveAll(t.tx)
 	}
 }
 
-// prepare resolves every target, checks hashes and reads the pre-images.
-func prepare(ws *workspace, writes []Write) ([]journalEntry, [][]byte, [][]byte, error) {
-	entries := make([]journalEntry, len(writes))
-	contents := make([][]byte, len(writes))
-	backups := make([][]byte, len(writes))
+// removeEmptyParents removes dir and its parents while they are empty,
+// stopping at the root, as git does after deleting a file. Best effort: a
+// directory that is not empty, or cannot be removed, simply stays.
+func (t *txn) removeEmptyParents(dir string) {
+	for dir != "." && dir != "/" && dir != "" {
+		if t.d.Remove(dir) != nil {
+			return
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+// prepare checks every target, verifies ExpectHash and reads the
+// pre-images, filling t.m.Entries.
+func (t *txn) prepare(writes []Write) ([]preimage, error) {
+	t.m.Entries = make([]journalEntry, len(writes))
+	pre := make([]preimage, len(writes))
 	seen := map[string]bool{}
 	for i, w := range writes {
-		rel, err := ws.rel(w.Path)
+		rel, err := t.ws.rel(w.Path)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		abs, err := ws.resolve(rel)
+		r, err := t.ws.confined(rel)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		if seen[abs] {
-			return nil, nil, nil, fmt.Errorf("%s is written twice in one transaction", rel)
+		if seen[r] {
+			return nil, fmt.Errorf("%s is written twice in one transaction", rel)
 		}
-		seen[abs] = true
-		e := journalEntry{Path: abs, Mode: 0o644}
-		cur, err := os.ReadFile(abs)
-		switch {
-		case err == nil:
-			e.Existed = true
-			fi, err := os.Stat(abs)
+		seen[r] = true
+		e := journalEntry{Path: r, Mode: 0o644}
+		cur, exists, err := readRegular(t.d, r)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		if exists {
+			fi, err := t.d.Lstat(r)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
+			e.Existed = true
 			e.Mode = fi.Mode().Perm()
-			backups[i] = cur
-		case errors.Is(err, fs.ErrNotExist):
-		default:
-			return nil, nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+			pre[i] = preimage{bytes: cur, size: fi.Size(), mtime: fi.ModTime()}
 		}
 		got := HashAbsent
 		if e.Existed {
 			got = Hash(cur)
 		}
 		if w.ExpectHash != "" && w.ExpectHash != got {
-			return nil, nil, nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}
+			return nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}
 		}
 		if w.Content == nil && !e.Existed {
-			return nil, nil, nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
+			return nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
 		}
 		e.Before, e.After = got, HashAbsent
 		if w.Content != nil {
 			e.After = Hash(w.Content)
+			e.Temp = path.Join(path.Dir(r), "."+path.Base(r)+".smith-"+randomHex(6))
+			// The directories to create are in the staging manifest, so
+			// that recovery removes them with the temp file.
+			e.Dirs = t.missingDirs(path.Dir(r))
 		}
-		if w.Content != nil {
-			e.Temp = filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".smith-"+randomHex(6))
-			contents[i] = w.Content
-		}
-		entries[i] = e
+		t.m.Entries[i] = e
 	}
-	return entries, contents, backups, nil
+	return pre, nil
 }
 
-// stage writes the backups and the temp files, all fsynced; the
-// transaction directory itself is synced with the committing manifest.
-// The files are written first and fsynced together, concurrently: each
-// fsync waits for the file system's journal to commit, and concurrent
-// ones share a commit. Nothing is renamed before all of them returned.
-func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes []Write) error {
+// stage writes the temp files next to their targets, all fsynced
+// concurrently: each fsync waits for the file system's journal to
+// commit, and concurrent ones share a commit.
+func (t *txn) stage(writes []Write) error {
 	var open []*os.File
 	var what []string // for errors: what each open file is
 	defer func() {
@@ -282,40 +430,37 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 			f.Close()
 		}
 	}()
-	for i := range entries {
-		e := &entries[i]
-		if tx != "" && e.Existed {
-			e.Backup = fmt.Sprintf("backup-%d", i)
-			f, err := writeFile(filepath.Join(tx, e.Backup), backups[i], 0o600)
-			if err != nil {
-				return fmt.Errorf("journal backup of %s: %w", e.Path, err)
-			}
-			open, what = append(open, f), append(what, "journal backup of "+e.Path)
-		}
+	for i := range t.m.Entries {
+		e := &t.m.Entries[i]
 		if e.Temp == "" {
 			continue
 		}
-		dirs, err := mkdirs(filepath.Dir(e.Path), 0o755)
-		if err != nil {
-			return err
+		if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
+			return fmt.Errorf("creating the directory of %s: %w", e.Path, err)
 		}
-		e.Dirs = dirs
 		mode := writes[i].Mode
 		if mode == 0 {
 			mode = e.Mode
 		}
-		f, err := writeFile(e.Temp, contents[i], mode)
+		f, err := createFile(t.d, e.Temp, writes[i].Content, mode)
 		if err != nil {
 			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
 		}
 		open, what = append(open, f), append(what, "writing a temp file for "+e.Path)
 	}
+	return syncAll(open, what)
+}
+
+func syncAll(open []*os.File, what []string) error {
 	errs := make([]error, len(open))
 	var wg sync.WaitGroup
 	for i, f := range open {
 		wg.Go(func() {
 			if err := f.Sync(); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", what[i], err)
+				if what != nil {
+					err = fmt.Errorf("%s: %w", what[i], err)
+				}
+				errs[i] = err
 			}
 		})
 	}
@@ -323,44 +468,46 @@ func stage(tx string, entries []journalEntry, contents, backups [][]byte, writes
 	return errors.Join(errs...)
 }
 
-// mkdirs creates dir and its missing parents with perm, returning those it
-// created, deepest first.
-func mkdirs(dir string, perm fs.FileMode) ([]string, error) {
-	var created []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
+// missingDirs lists dir (relative to the root) and its parents that do not
+// exist, deepest first.
+func (t *txn) missingDirs(dir string) []string {
+	var missing []string
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if _, err := t.d.Lstat(d); err == nil {
 			break
 		}
-		created = append(created, d)
-		if filepath.Dir(d) == d {
-			break
-		}
+		missing = append(missing, d)
 	}
-	if err := os.MkdirAll(dir, perm); err != nil {
-		return nil, err
+	return missing
+}
+
+// mkdirs creates dir (relative to the root) and its missing parents,
+// returning those it created, deepest first.
+func (t *txn) mkdirs(dir string) ([]string, error) {
+	missing := t.missingDirs(dir)
+	var created []string
+	for _, d := range slices.Backward(missing) {
+		if err := t.d.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		}
+		created = append([]string{d}, created...)
 	}
 	return created, nil
 }
 
-func writeSynced(path string, b []byte, mode fs.FileMode) error {
-	f, err := writeFile(path, b, mode)
-	if err != nil {
-		return err
+// createFile creates name (which must not exist) in d (or, with a nil d,
+// the absolute path name) with b and mode, and returns it open and not
+// yet synced; on error nothing is left behind.
+func createFile(d *os.Root, name string, b []byte, mode fs.FileMode) (*os.File, error) {
+	open := func() (*os.File, error) {
+		return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	remove := func() { os.Remove(name) }
+	if d != nil {
+		open = func() (*os.File, error) { return d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode) }
+		remove = func() { d.Remove(name) }
 	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
-}
-
-// writeFile creates path (which must not exist) with b and mode, and
-// returns it open and not yet synced; on error nothing is left behind.
-func writeFile(path string, b []byte, mode fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +517,7 @@ func writeFile(path string, b []byte, mode fs.FileMode) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		remove()
 		return nil, err
 	}
 	return f, nil
@@ -383,51 +530,116 @@ func syncDir(dir string) {
 	}
 }
 
-// writeManifest replaces tx's manifest (temp file and rename); durable
-// also syncs the manifest and tx, so that everything staged in tx is on
-// disk (see the protocol above for why the staging manifest need not be).
-func writeManifest(tx string, m *manifest, durable bool) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+// syncDir syncs a directory of the workspace.
+func (t *txn) syncDir(dir string) {
+	if f, err := t.d.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}
+
+// writeManifest replaces the manifest (temp file and rename); durable
+// also syncs it and the transaction directory.
+func (t *txn) writeManifest(durable bool) error {
+	b, err := json.MarshalIndent(&t.m, "", "  ")
 	if err != nil {
 		return err
 	}
+	if err := t.step("write the %s manifest", t.m.State); err != nil {
+		return err
+	}
 	// Through a temp file even when not durable: a process killed while
-	// writing must not leave a half manifest that Recover cannot read.
-	path := filepath.Join(tx, "manifest.json")
-	tmp := path + ".tmp"
+	// writing must not leave a half manifest that recovery cannot read.
+	p := filepath.Join(t.tx, manifestName)
+	tmp := p + ".tmp"
 	os.Remove(tmp)
-	if durable {
-		err = writeSynced(tmp, b, 0o600)
-	} else {
-		err = os.WriteFile(tmp, b, 0o600)
+	f, err := createFile(nil, tmp, b, 0o600)
+	if err == nil {
+		if durable {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = os.Rename(tmp, p)
 	}
 	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing the journal: %w", err)
 	}
 	if durable {
-		syncDir(tx)
+		syncDir(t.tx)
 	}
 	return nil
 }
 
+// finish removes a transaction directory whose work is done: backups
+// first, the manifest last but one, then the directory, so that a kill in
+// between leaves either a manifest to replay or an empty directory.
+func (t *txn) finish() error {
+	ents, err := os.ReadDir(t.tx)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, de := range ents {
+		if de.Name() == manifestName {
+			continue
+		}
+		if err := t.step("remove %s", de.Name()); err != nil {
+			return err
+		}
+		os.Remove(filepath.Join(t.tx, de.Name()))
+	}
+	if err := t.step("remove the manifest"); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(t.tx, manifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := t.step("remove the transaction directory"); err != nil {
+		return err
+	}
+	if err := os.Remove(t.tx); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// setAside renames the transaction directory to kept-tx-*, which recovery
+// skips: a journal that could not be finished is explained once and
+// never blocks later work.
+func (t *txn) setAside() string {
+	kept := filepath.Join(filepath.Dir(t.tx), keptPrefix+filepath.Base(t.tx))
+	if err := os.Rename(t.tx, kept); err != nil {
+		return t.tx
+	}
+	return kept
+}
+
 func newTxDir(journalDir string) (string, error) {
-	created, err := mkdirs(journalDir, 0o700)
-	if err != nil {
+	created := 0
+	for d := journalDir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created++
+	}
+	if err := os.MkdirAll(journalDir, 0o700); err != nil {
 		return "", fmt.Errorf("journal directory: %w", err)
 	}
 	// A journal directory made just now must be reachable after an OS
 	// crash too; this happens once per journal directory, not per commit.
-	for _, d := range created {
+	for d := journalDir; created > 0; created-- {
 		syncDir(filepath.Dir(d))
+		d = filepath.Dir(d)
 	}
 	tx := filepath.Join(journalDir, fmt.Sprintf("tx-%d-%s", time.Now().UnixNano(), randomHex(4)))
 	if err := os.Mkdir(tx, 0o700); err != nil {
 		return "", fmt.Errorf("journal directory: %w", err)
 	}
-	return tx, nil // journalDir is synced with the committing manifest
+	return tx, nil // journalDir is synced with the committed manifest
 }
 
 func randomHex(n int) string {
@@ -436,97 +648,189 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// rollback puts every entry back to its pre-image: from memory when the
-// committing process still runs, else from the journal's backups.
-func rollback(tx string, entries []journalEntry, mem [][]byte) error {
+// hashOf is the hash of a target as it is now (HashAbsent when missing).
+func (t *txn) hashOf(rel string) (string, error) {
+	b, exists, err := readRegular(t.d, rel)
+	if err != nil {
+		return "", err
+	}
+	if !exists {
+		return HashAbsent, nil
+	}
+	return Hash(b), nil
+}
+
+// op runs one change to the file system after the test hook; a hook's
+// error is that change's error.
+func (t *txn) op(what string, f func() error) error {
+	if err := t.step("%s", what); err != nil {
+		return err
+	}
+	return f()
+}
+
+// rollForward finishes a committed transaction: each target still in its
+// old state gets its new one. Each step checks first, so running it again
+// after a kill continues where it stopped.
+func (t *txn) rollForward() error {
 	var errs []error
-	for i, e := range entries {
-		if e.Temp != "" {
-			os.Remove(e.Temp)
-		}
-		if mem == nil && e.After != "" {
-			// After a crash someone may have edited the file since: only
-			// a file still in the transaction's before or after state is
-			// ours to restore.
-			cur := HashAbsent
-			if b, err := os.ReadFile(e.Path); err == nil {
-				cur = Hash(b)
-			}
-			if cur == e.Before {
-				if !e.Existed {
-					removeDirs(e.Dirs)
-				}
-				continue
-			}
-			if cur != e.After {
-				old := "it did not exist before"
-				if e.Existed {
-					old = "its old content is in " + filepath.Join(tx, e.Backup)
-				}
-				errs = append(errs, fmt.Errorf("%s changed after the interrupted apply; left as it is (%s)", e.Path, old))
-				continue
-			}
-		}
-		if !e.Existed {
-			if err := os.Remove(e.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
-			}
-			removeDirs(e.Dirs)
+	var dirs []string
+	for _, e := range t.m.Entries {
+		cur, err := t.hashOf(e.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
 			continue
 		}
-		var old []byte
-		if mem != nil {
-			old = mem[i]
-		} else {
-			b, err := os.ReadFile(filepath.Join(tx, e.Backup))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("cannot restore %s: backup unreadable: %w", e.Path, err))
+		tempThere := false
+		if e.Temp != "" {
+			_, err := t.d.Lstat(e.Temp)
+			tempThere = err == nil
+		}
+		removeTemp := func() {
+			if tempThere {
+				t.op("remove "+e.Temp, func() error { return t.d.Remove(e.Temp) })
+			}
+		}
+		switch {
+		case cur == e.Before && e.After == HashAbsent:
+			err := t.op("remove "+e.Path, func() error { return t.d.Remove(e.Path) })
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
 				continue
 			}
-			old = b
+			t.removeEmptyParents(path.Dir(e.Path))
+		case cur == e.Before && tempThere:
+			if err := t.op("rename "+e.Path, func() error { return t.d.Rename(e.Temp, e.Path) }); err != nil {
+				errs = append(errs, fmt.Errorf("renaming over %s: %w", e.Path, err))
+				continue
+			}
+		case cur == e.After:
+			removeTemp()
+		case cur == e.Before:
+			errs = append(errs, fmt.Errorf("%s was not written: its temp file %s is gone", e.Path, e.Temp))
+			continue
+		default:
+			removeTemp()
+			errs = append(errs, fmt.Errorf("%s changed after the interrupted apply; left as it is", e.Path))
+			continue
 		}
-		if err := replace(e.Path, old, e.Mode); err != nil {
-			errs = append(errs, fmt.Errorf("restoring %s: %w", e.Path, err))
+		if !slices.Contains(dirs, path.Dir(e.Path)) {
+			dirs = append(dirs, path.Dir(e.Path))
+		}
+	}
+	for _, d := range dirs {
+		t.syncDir(d)
+	}
+	return errors.Join(errs...)
+}
+
+// rollBack puts every target among the first touched entries that holds
+// its new bytes back to its old ones (from backup) and removes every temp
+// file. Each step checks first, so running it again after a kill
+// continues where it stopped.
+func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
+	var errs []error
+	for i, e := range t.m.Entries {
+		if e.Temp != "" {
+			if _, err := t.d.Lstat(e.Temp); err == nil {
+				t.op("remove "+e.Temp, func() error { return t.d.Remove(e.Temp) })
+			}
+		}
+		if i >= touched {
+			if !e.Existed {
+				t.removeDirs(e.Dirs)
+			}
+			continue
+		}
+		cur, err := t.hashOf(e.Path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
+			continue
+		}
+		switch {
+		case cur == e.Before:
+			if !e.Existed {
+				t.removeDirs(e.Dirs)
+			}
+		case cur != e.After:
+			errs = append(errs, fmt.Errorf("%s changed after smith wrote it; left as it is", e.Path))
+		case !e.Existed:
+			err := t.op("remove "+e.Path, func() error { return t.d.Remove(e.Path) })
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
+			}
+			t.removeDirs(e.Dirs)
+		default:
+			old, err := backup(i)
+			if err == nil {
+				err = t.restore(e, old)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("restoring %s: %w", e.Path, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeDirs removes directories a transaction created, deepest first,
-// each only while it is empty.
-func removeDirs(dirs []string) {
-	for _, d := range dirs {
-		os.Remove(d)
+// restore writes old to e's temp name (which only this transaction uses),
+// syncs it and renames it over the target.
+func (t *txn) restore(e journalEntry, old []byte) error {
+	tmp := e.Temp
+	if tmp == "" {
+		tmp = path.Join(path.Dir(e.Path), "."+path.Base(e.Path)+".smith-"+randomHex(6))
 	}
-}
-
-// replace writes b to path through a synced temp file and a rename.
-func replace(path string, b []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".smith-"+randomHex(6))
-	if err := writeSynced(tmp, b, mode); err != nil {
+	t.d.Remove(tmp)
+	f, err := createFile(t.d, tmp, old, e.Mode)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = t.op("restore "+e.Path, func() error { return t.d.Rename(tmp, e.Path) })
+	}
+	if err != nil {
+		t.d.Remove(tmp)
 		return err
 	}
-	syncDir(filepath.Dir(path))
+	t.syncDir(path.Dir(e.Path))
 	return nil
 }
 
-// Recover finishes what a killed Commit left in journalDir: a transaction
-// that had not started renaming loses its temp files; one that had is
-// rolled back from its backups, so every file is as before that Commit.
-// A file that is in neither the transaction's before nor after state was
-// edited since the crash: it is left alone, reported in the error, and
-// the transaction's journal is kept for inspection. Recover returns how
-// many transactions it rolled back. A missing journalDir is not an error.
+// removeDirs removes directories a transaction created, deepest first,
+// each only while it is empty.
+func (t *txn) removeDirs(dirs []string) {
+	for _, d := range dirs {
+		t.d.Remove(d)
+	}
+}
+
+// Recover finishes what a killed Commit in the workspace root left in
+// journalDir: a transaction that had not committed loses its temp files
+// (its targets were never touched); a committed one is rolled forward,
+// so every file gets its new content; one that was being undone is rolled
+// back. A file in neither of its two states was edited since: it is left
+// alone and reported, and that transaction's journal is set aside (as
+// kept-tx-*) so that it is reported once and blocks nothing. A journal
+// recording another workspace, or paths that break the workspace rules,
+// is set aside without writing anything. Recover returns how many
+// transactions it finished or rolled back. A missing journalDir is not an
+// error. Running Recover again after it was killed converges: every step
+// checks the file before acting.
+//
 // Call it before planning against files a Commit with the same journalDir
 // may have touched.
-func Recover(journalDir string) (int, error) {
+func Recover(root, journalDir string) (int, error) {
+	return recoverJournal(root, journalDir, nil)
+}
+
+func recoverJournal(root, journalDir string, hook func(string) error) (int, error) {
 	ents, err := os.ReadDir(journalDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -534,48 +838,130 @@ func Recover(journalDir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading the journal: %w", err)
 	}
+	var ws *Workspace
 	n, removed := 0, false
 	var errs []error
 	for _, de := range ents {
 		if !de.IsDir() || !strings.HasPrefix(de.Name(), "tx-") {
 			continue
 		}
-		tx := filepath.Join(journalDir, de.Name())
-		b, err := os.ReadFile(filepath.Join(tx, "manifest.json"))
-		if errors.Is(err, fs.ErrNotExist) {
-			os.RemoveAll(tx) // killed before the manifest: nothing was created
-			removed = true
-			continue
+		if ws == nil {
+			if ws, err = OpenWorkspace(root); err != nil {
+				return 0, fmt.Errorf("workspace root: %w", err)
+			}
+			defer ws.Close()
 		}
-		var m manifest
-		if err == nil {
-			err = json.Unmarshal(b, &m)
+		did, err := recoverTx(ws, filepath.Join(journalDir, de.Name()), hook)
+		if did {
+			n++
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("journal %s: %w; inspect it by hand", tx, err))
-			continue
+			errs = append(errs, err)
 		}
-		if m.State == stateCommitting {
-			if err := rollback(tx, m.Entries, nil); err != nil {
-				errs = append(errs, fmt.Errorf("journal %s: %w; the journal is kept", tx, err))
-				continue
-			}
-			n++
-		} else {
-			for _, e := range m.Entries {
-				if e.Temp != "" {
-					os.Remove(e.Temp)
-				}
-				for _, d := range e.Dirs {
-					os.Remove(d)
-				}
-			}
-		}
-		os.RemoveAll(tx)
 		removed = true
 	}
 	if removed {
 		syncDir(journalDir) // an empty journal, the common case, costs no fsync
 	}
 	return n, errors.Join(errs...)
+}
+
+// recoverTx settles one transaction directory; did reports whether a
+// committed or aborting transaction was finished.
+func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err error) {
+	t := &txn{ws: ws, tx: tx, hook: hook}
+	b, err := os.ReadFile(filepath.Join(tx, manifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Killed before the staging manifest (nothing was created), or
+		// after a finished transaction removed it.
+		os.RemoveAll(tx)
+		return false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &t.m)
+	}
+	if err == nil {
+		err = checkManifest(ws, &t.m)
+	}
+	if err != nil {
+		kept := t.setAside()
+		return false, fmt.Errorf("journal %s: %v; nothing was written, the journal was set aside as %s", tx, err, kept)
+	}
+	if t.d, err = ws.dir(); err != nil {
+		return false, err
+	}
+	var werr error
+	switch t.m.State {
+	case stateStaging:
+		t.discardRecovered()
+	case stateCommitted:
+		werr = t.rollForward()
+		did = true
+	case stateAborting:
+		werr = t.rollBack(t.m.Touched, func(i int) ([]byte, error) {
+			e := t.m.Entries[i]
+			b, err := os.ReadFile(filepath.Join(tx, e.Backup))
+			if err != nil {
+				return nil, fmt.Errorf("backup unreadable: %w", err)
+			}
+			if Hash(b) != e.Before {
+				return nil, errors.New("backup damaged")
+			}
+			return b, nil
+		})
+		did = true
+	}
+	if werr != nil {
+		kept := t.setAside()
+		return did, fmt.Errorf("journal %s (%s): %w; the journal was set aside as %s", tx, t.m.State, werr, kept)
+	}
+	if err := t.finish(); err != nil {
+		return did, err
+	}
+	return did, nil
+}
+
+// discardRecovered removes the temp files and directories of a
+// transaction that never committed.
+func (t *txn) discardRecovered() {
+	for _, e := range t.m.Entries {
+		if e.Temp != "" {
+			t.d.Remove(e.Temp)
+		}
+		t.removeDirs(e.Dirs)
+	}
+}
+
+// checkManifest refuses a journal that is not this workspace's or names
+// paths a commit could not have written (a forged or damaged journal).
+func checkManifest(ws *Workspace, m *manifest) error {
+	if m.Version != 2 {
+		return fmt.Errorf("unknown journal version %d", m.Version)
+	}
+	if m.Root != ws.real {
+		return fmt.Errorf("it records the workspace %q, not %s", m.Root, ws.real)
+	}
+	switch m.State {
+	case stateStaging, stateCommitted, stateAborting:
+	default:
+		return fmt.Errorf("unknown state %q", m.State)
+	}
+	for i, e := range m.Entries {
+		names := append([]string{e.Path}, e.Dirs...)
+		if e.Temp != "" {
+			names = append(names, e.Temp)
+		}
+		for _, p := range names {
+			if r, err := ws.rel(p); err != nil || r != p {
+				return fmt.Errorf("it names the path %q, which a commit could not write", p)
+			}
+		}
+		if e.Backup != "" && (filepath.Base(e.Backup) != e.Backup || strings.HasPrefix(e.Backup, ".")) {
+			return fmt.Errorf("it names the backup %q", e.Backup)
+		}
+		if m.State == stateAborting && i < m.Touched && e.Existed && e.Backup == "" && e.After != e.Before {
+			return fmt.Errorf("entry %s has no backup", e.Path)
+		}
+	}
+	return nil
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,26 +51,231 @@ func TestCommitWritesAllAndKeepsModes(t *testing.T) {
 	}
 }
 
-func TestCommitRollsBackOnFailure(t *testing.T) {
-	for fail := 0; fail < 4; fail++ {
-		t.Run(fmt.Sprint("fail after rename ", fail), func(t *testing.T) {
-			root, journal := t.TempDir(), t.TempDir()
-			writes, before, _ := commitFixture(t, root)
-			boom := errors.New("injected")
-			err := commit(context.Background(), root, writes, journal, func(i int, renamed bool) error {
-				if renamed && i == fail {
-					return boom
+// commitWithHook is Commit with the test hook, called before every change
+// the commit makes to the file system.
+func commitWithHook(root string, writes []Write, journal string, hook func(string) error) error {
+	ws, err := OpenWorkspace(root)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	return ws.commit(context.Background(), writes, journal, hook)
+}
+
+// errKilled is what a hook panics with to stop a commit or a recovery
+// right there, as a kill -9 would (nothing after it runs).
+type errKilled struct{}
+
+// runKilledAt runs f with a hook that fails (fail) or kills (panics) at
+// step n (1-based) and reports the steps seen and whether it was killed.
+func runKilledAt(n int, kill bool, f func(hook func(string) error) error) (steps []string, killed bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(errKilled); !ok {
+				panic(r)
+			}
+			killed = true
+		}
+	}()
+	err = f(func(step string) error {
+		steps = append(steps, step)
+		if len(steps) == n {
+			if kill {
+				panic(errKilled{})
+			}
+			return fmt.Errorf("injected failure at step %d (%s)", n, step)
+		}
+		return nil
+	})
+	return steps, false, err
+}
+
+// treeState says whether root is exactly before or exactly after (no temp
+// file, no stray directory), or describes the mix.
+func treeState(t *testing.T, root string, before, after map[string]string) string {
+	t.Helper()
+	got := snapshot(t, root)
+	switch {
+	case maps.Equal(got, before):
+		if _, err := os.Stat(filepath.Join(root, "new")); err == nil {
+			return "before, with the new directory left"
+		}
+		return "before"
+	case maps.Equal(got, after):
+		return "after"
+	}
+	return fmt.Sprintf("mixed: %v", got)
+}
+
+// TestCommitFailsAtEveryStep injects a failure at each change a commit
+// makes to the file system (manifest writes, renames, removals, the
+// journal's removal): the tree is all before or all after, and one
+// Recover leaves it so with an empty journal.
+func TestCommitFailsAtEveryStep(t *testing.T) {
+	for n := 1; ; n++ {
+		root, journal := t.TempDir(), t.TempDir()
+		writes, before, after := commitFixture(t, root)
+		steps, _, err := runKilledAt(n, false, func(hook func(string) error) error {
+			return commitWithHook(root, writes, journal, hook)
+		})
+		if len(steps) < n {
+			if err != nil {
+				t.Fatalf("without failure: %v", err)
+			}
+			if n < 5 {
+				t.Fatalf("only %d steps: %q", len(steps), steps)
+			}
+			break
+		}
+		if err == nil {
+			t.Fatalf("step %d (%s): the injected failure was not reported", n, steps[n-1])
+		}
+		state := treeState(t, root, before, after)
+		if state != "before" && state != "after" {
+			t.Errorf("step %d (%s): tree %s after the failed commit (%v)", n, steps[n-1], state, err)
+		}
+		if _, err := Recover(root, journal); err != nil {
+			t.Errorf("step %d (%s): Recover: %v", n, steps[n-1], err)
+		}
+		if now := treeState(t, root, before, after); now != state {
+			t.Errorf("step %d (%s): Recover changed the tree from %s to %s", n, steps[n-1], state, now)
+		}
+		if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+			t.Errorf("step %d (%s): journal left: %v", n, steps[n-1], ents)
+		}
+	}
+}
+
+// TestRecoveryConvergesAfterKills kills a commit at each of its steps,
+// then kills the recovery at each of its steps, then recovers again: the
+// tree ends all before (killed before the commit record) or all after
+// (killed after it), with no temp file and an empty journal, and a
+// further Recover has nothing to do.
+func TestRecoveryConvergesAfterKills(t *testing.T) {
+	for n := 1; ; n++ {
+		root, journal := t.TempDir(), t.TempDir()
+		writes, before, after := commitFixture(t, root)
+		steps, killed, _ := runKilledAt(n, true, func(hook func(string) error) error {
+			return commitWithHook(root, writes, journal, hook)
+		})
+		if !killed {
+			break
+		}
+		committed := slices.Contains(steps[:n-1], "write the committed manifest")
+		want := "before"
+		if committed {
+			want = "after"
+		}
+		for m := 1; ; m++ {
+			// Each recovery kill starts again from the same killed commit.
+			r2, j2 := t.TempDir(), t.TempDir()
+			copyTree(t, root, r2)
+			copyTree(t, journal, j2)
+			fixRoot(t, j2, root, r2)
+			rsteps, rkilled, _ := runKilledAt(m, true, func(hook func(string) error) error {
+				_, err := recoverJournal(r2, j2, hook)
+				return err
+			})
+			if _, err := Recover(r2, j2); err != nil {
+				t.Errorf("commit killed at %d (%s), recovery at %d: %v", n, steps[n-1], m, err)
+			}
+			if got := treeState(t, r2, before, after); got != want {
+				t.Errorf("commit killed at %d (%s), recovery killed at %d (%v): tree %s, want %s", n, steps[n-1], m, rsteps, got, want)
+			}
+			if ents, _ := os.ReadDir(j2); len(ents) != 0 {
+				t.Errorf("commit killed at %d, recovery at %d: journal left: %v", n, m, ents)
+			}
+			if k, err := Recover(r2, j2); k != 0 || err != nil {
+				t.Errorf("a third Recover = %d, %v; want nothing to do", k, err)
+			}
+			if !rkilled {
+				break
+			}
+		}
+	}
+}
+
+// TestAbortKilledRollsBack: a commit whose third rename fails undoes the
+// two before it; killed at each step of that undo, recovery finishes it:
+// the tree is all before.
+func TestAbortKilledRollsBack(t *testing.T) {
+	for m := 1; ; m++ {
+		root, journal := t.TempDir(), t.TempDir()
+		writes, before, after := commitFixture(t, root)
+		failed := false
+		var steps []string
+		killed := func() (k bool) {
+			defer func() {
+				if r := recover(); r != nil {
+					k = true
+				}
+			}()
+			commitWithHook(root, writes, journal, func(step string) error {
+				if step == "rename new/dir/b.txt" && !failed {
+					failed = true
+					return errors.New("injected")
+				}
+				if failed {
+					steps = append(steps, step)
+					if len(steps) == m {
+						panic(errKilled{})
+					}
 				}
 				return nil
 			})
-			if !errors.Is(err, boom) {
-				t.Fatalf("err = %v, want the injected failure", err)
+			return false
+		}()
+		if _, err := Recover(root, journal); err != nil {
+			t.Errorf("undo killed at %d (%v): Recover: %v", m, steps, err)
+		}
+		want := "before"
+		if m == 1 {
+			// Killed before the aborting record: still committed, so
+			// recovery rolls forward.
+			want = "after"
+		}
+		if got := treeState(t, root, before, after); got != want {
+			t.Errorf("undo killed at %d (%v): tree %s", m, steps, got)
+		}
+		if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+			t.Errorf("undo killed at %d: journal left: %v", m, ents)
+		}
+		if !killed {
+			if m < 3 {
+				t.Fatalf("the undo took only %d steps: %v", m, steps)
 			}
-			assertFiles(t, root, before)
-			if _, err := os.Stat(filepath.Join(root, "new")); !os.IsNotExist(err) {
-				t.Errorf("the directory created for b.txt was left behind")
+			break
+		}
+	}
+}
+
+// TestCommitLostUpdate: another program writes a target between smith's
+// check and its rename (from the hook: after a.txt was verified, before
+// its rename, run.sh is written). The write must survive, a.txt (renamed
+// before) is restored, and the error is a StaleError naming run.sh.
+func TestCommitLostUpdate(t *testing.T) {
+	for _, theirs := range []string{
+		"#!/bin/sh\necho appended by another program\n",
+		"#!/bin/zs\n", // same size, likely within the same mtime tick: only the hash tells
+	} {
+		root, journal := t.TempDir(), t.TempDir()
+		writes, before, _ := commitFixture(t, root)
+		err := commitWithHook(root, writes, journal, func(step string) error {
+			if step == "rename a.txt" {
+				must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte(theirs), 0o755))
 			}
+			return nil
 		})
+		var se *StaleError
+		if !errors.As(err, &se) || se.Path != "run.sh" || !se.During || !errors.Is(err, ErrStale) {
+			t.Fatalf("err = %v, want a StaleError for run.sh while writing", err)
+		}
+		want := maps.Clone(before)
+		want["run.sh"] = theirs
+		assertFiles(t, root, want)
+		if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+			t.Errorf("journal left: %v", ents)
+		}
 	}
 }
 
@@ -106,16 +313,25 @@ func TestCommitRefusesStaleAndUnsafe(t *testing.T) {
 
 func TestRecoverStagingJournal(t *testing.T) {
 	root, journal := t.TempDir(), t.TempDir()
-	_, before, _ := commitFixture(t, root)
-	// A commit killed while staging: a manifest and a temp file, no renames.
-	tx, err := newTxDir(journal)
-	must(t, err)
-	temp := filepath.Join(root, ".a.txt.smith-dead")
-	must(t, os.WriteFile(temp, []byte("half"), 0o644))
-	must(t, writeManifest(tx, &manifest{Version: 1, State: stateStaging, Entries: []journalEntry{{Path: filepath.Join(root, "a.txt"), Temp: temp, Existed: true}}}, false))
-	n, err := Recover(journal)
+	writes, before, _ := commitFixture(t, root)
+	// A commit killed while staging: a manifest and temp files, no renames.
+	_, killed, _ := runKilledAt(1, true, func(hook func(string) error) error {
+		return commitWithHook(root, writes, journal, func(step string) error {
+			if step == "write the committed manifest" {
+				return hook(step)
+			}
+			return nil
+		})
+	})
+	if !killed {
+		t.Fatal("not killed")
+	}
+	if len(snapshot(t, root)) == len(before) {
+		t.Fatal("no temp file was staged")
+	}
+	n, err := Recover(root, journal)
 	if err != nil || n != 0 {
-		t.Fatalf("Recover = %d, %v; want 0 rolled back", n, err)
+		t.Fatalf("Recover = %d, %v; want 0 finished", n, err)
 	}
 	assertFiles(t, root, before)
 	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
@@ -125,8 +341,8 @@ func TestRecoverStagingJournal(t *testing.T) {
 
 // TestKill9MidCommit re-runs the test binary as a helper that SIGKILLs
 // itself after renaming N of the 4 targets, then recovers and checks that
-// every file was, at the kill, entirely before or after, and is before
-// once Recover has rolled the transaction back.
+// every file was, at the kill, entirely before or after, and is after
+// once Recover has rolled the committed transaction forward.
 func TestKill9MidCommit(t *testing.T) {
 	if os.Getenv("DIFFAPPLY_KILL_HELPER") != "" {
 		t.Skip("helper mode")
@@ -159,43 +375,43 @@ func TestKill9MidCommit(t *testing.T) {
 			if changed != n+1 {
 				t.Errorf("%d files changed at the kill, want %d", changed, n+1)
 			}
-			rolled, err := Recover(journal)
-			if err != nil || rolled != 1 {
-				t.Fatalf("Recover = %d, %v; want 1", rolled, err)
+			done, err := Recover(root, journal)
+			if err != nil || done != 1 {
+				t.Fatalf("Recover = %d, %v; want 1", done, err)
 			}
-			assertFiles(t, root, before)
-			for name := range snapshot(t, root) {
-				if strings.Contains(name, ".smith-") {
-					t.Errorf("temp file left: %s", name)
-				}
-			}
+			assertFiles(t, root, after)
 		})
 	}
 }
 
 // TestRecoverLeavesEditedFiles: after a kill, a file the user edited
-// before Recover ran is left alone and reported; the others roll back.
+// before Recover ran is left alone and reported once; the others are
+// finished, and the journal, set aside, blocks nothing afterwards.
 func TestRecoverLeavesEditedFiles(t *testing.T) {
 	if os.Getenv("DIFFAPPLY_KILL_HELPER") != "" {
 		t.Skip("helper mode")
 	}
 	root, journal := t.TempDir(), t.TempDir()
-	_, before, _ := commitFixture(t, root)
+	_, _, after := commitFixture(t, root)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$")
 	cmd.Env = append(os.Environ(), "DIFFAPPLY_KILL_HELPER=1", "DIFFAPPLY_ROOT="+root, "DIFFAPPLY_JOURNAL="+journal)
 	if err := cmd.Run(); err == nil {
 		t.Fatal("helper was not killed")
 	}
 	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("edited by the user\n"), 0o644))
-	n, err := Recover(journal)
-	if err == nil || !strings.Contains(err.Error(), "a.txt changed after the interrupted apply") {
-		t.Fatalf("Recover = %d, %v; want a.txt reported", n, err)
+	n, err := Recover(root, journal)
+	if err == nil || !strings.Contains(err.Error(), "a.txt changed after the interrupted apply") || !strings.Contains(err.Error(), "set aside") {
+		t.Fatalf("Recover = %d, %v; want a.txt reported and the journal set aside", n, err)
 	}
-	want := maps.Clone(before)
+	want := maps.Clone(after)
 	want["a.txt"] = "edited by the user\n"
 	assertFiles(t, root, want)
-	if ents, _ := os.ReadDir(journal); len(ents) != 1 {
-		t.Errorf("the journal should be kept for inspection, found %d entries", len(ents))
+	ents, _ := os.ReadDir(journal)
+	if len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), keptPrefix) {
+		t.Errorf("the journal should be kept aside for inspection, found %v", ents)
+	}
+	if n, err := Recover(root, journal); n != 0 || err != nil {
+		t.Errorf("a second Recover = %d, %v; the kept journal must not block", n, err)
 	}
 }
 
@@ -209,13 +425,22 @@ func TestKillHelper(t *testing.T) {
 	root := os.Getenv("DIFFAPPLY_ROOT")
 	writes, _, _ := commitFixture(t, root)
 	// commitFixture rewrites the same pre-images; the helper needs its writes.
-	err := commit(context.Background(), root, writes, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int, renamed bool) error {
-		if renamed && i == n {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
+	renames := 0
+	err := commitWithHook(root, writes, os.Getenv("DIFFAPPLY_JOURNAL"), func(step string) error {
+		if strings.HasPrefix(step, "rename ") || strings.HasPrefix(step, "remove ") {
+			if renames == n+1 {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+			renames++
 		}
 		return nil
 	})
+	if renames == n+1 {
+		// the last rename was the kill point: stop after it
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
 	t.Fatalf("commit returned %v instead of being killed", err)
 }
 
@@ -238,9 +463,9 @@ func assertFiles(t *testing.T, root string, want map[string]string) {
 }
 
 // TestKill9SingleWrite re-runs the test binary as a helper that commits one
-// write (no journal: the fast path) and SIGKILLs itself just before or just
-// after the rename (or removal): the file must hold exactly its old or its
-// new bytes, no journal may be left, and Recover has nothing to do.
+// write (no commit record: its rename is atomic) and SIGKILLs itself just
+// before or just after the rename (or removal): the file holds exactly its
+// old or its new bytes, and Recover removes the temp file and the journal.
 func TestKill9SingleWrite(t *testing.T) {
 	if os.Getenv("DIFFAPPLY_SINGLE_HELPER") != "" {
 		t.Skip("helper mode")
@@ -266,6 +491,9 @@ func TestKill9SingleWrite(t *testing.T) {
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("helper was not killed: %v\n%s", err, out)
 			}
+			if n, err := Recover(root, journal); n != 0 || err != nil {
+				t.Errorf("Recover = %d, %v; want nothing finished", n, err)
+			}
 			got := snapshot(t, root)
 			g, ok := got["a.txt"]
 			if tc.want == "" && ok || tc.want != "" && g != tc.want {
@@ -278,18 +506,13 @@ func TestKill9SingleWrite(t *testing.T) {
 					t.Errorf("mode %o, want 640 kept", fi.Mode().Perm())
 				}
 			}
-			// Killed before the rename, the temp file may stay; it never
-			// replaces the target.
 			for name := range got {
-				if name != "a.txt" && !(strings.HasPrefix(name, ".a.txt.smith-") && !tc.renamed) {
-					t.Errorf("unexpected file %s", name)
+				if name != "a.txt" {
+					t.Errorf("left after Recover: %s", name)
 				}
 			}
 			if ents, _ := os.ReadDir(journal); len(ents) != 0 {
-				t.Errorf("a single write left a journal: %v", ents)
-			}
-			if n, err := Recover(journal); n != 0 || err != nil {
-				t.Errorf("Recover = %d, %v; want nothing to do", n, err)
+				t.Errorf("journal left: %v", ents)
 			}
 		})
 	}
@@ -305,13 +528,61 @@ func TestSingleWriteHelper(t *testing.T) {
 	if op == "modify" {
 		w.Content = []byte("a after\n")
 	}
-	killAt := os.Getenv("DIFFAPPLY_RENAMED") == "true"
-	err := commit(context.Background(), os.Getenv("DIFFAPPLY_ROOT"), []Write{w}, os.Getenv("DIFFAPPLY_JOURNAL"), func(i int, renamed bool) error {
-		if renamed == killAt {
+	killAfter := os.Getenv("DIFFAPPLY_RENAMED") == "true"
+	err := commitWithHook(os.Getenv("DIFFAPPLY_ROOT"), []Write{w}, os.Getenv("DIFFAPPLY_JOURNAL"), func(step string) error {
+		if step == "rename a.txt" || step == "remove a.txt" {
+			if !killAfter {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+		if step == "remove the manifest" {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}
 		return nil
 	})
 	t.Fatalf("commit returned %v instead of being killed", err)
+}
+
+// copyTree copies the regular files and directories of src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, fi.Mode().Perm())
+	})
+	must(t, err)
+}
+
+// fixRoot points the manifests copied into journal at the copied root.
+func fixRoot(t *testing.T, journal, from, to string) {
+	t.Helper()
+	ents, _ := os.ReadDir(journal)
+	for _, de := range ents {
+		p := filepath.Join(journal, de.Name(), manifestName)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		realFrom, _ := filepath.EvalSymlinks(from)
+		realTo, _ := filepath.EvalSymlinks(to)
+		b = []byte(strings.ReplaceAll(string(b), strconv.Quote(realFrom), strconv.Quote(realTo)))
+		must(t, os.WriteFile(p, b, 0o600))
+	}
 }

@@ -1,10 +1,7 @@
 package diffapply
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -23,10 +20,11 @@ import (
 // no change, and CRLF content written over an LF file stays LF. A new
 // file is written byte for byte.
 func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, error) {
-	ws, err := newWorkspace(root)
+	ws, err := OpenWorkspace(root, opts.Protect...)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
+	defer ws.Close()
 	rel, err := ws.rel(path)
 	if err != nil {
 		return nil, err
@@ -36,13 +34,9 @@ func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, er
 	if opts.ReadFile != nil {
 		old, existed, err = opts.ReadFile(rel)
 	} else {
-		var abs string
-		if abs, err = ws.resolve(rel); err == nil {
-			old, err = os.ReadFile(abs)
-			existed = err == nil
-			if errors.Is(err, fs.ErrNotExist) {
-				err = nil
-			}
+		var r string
+		if r, err = ws.confined(rel); err == nil {
+			old, existed, err = ws.readRel(r)
 		}
 	}
 	if err != nil {
@@ -76,7 +70,7 @@ func PlanContent(root, path string, newContent []byte, opts Options) (*Patch, er
 				text = fmt.Sprintf("diff --git a/%[1]s b/%[1]s\ndeleted file mode 100644\n", rel)
 			}
 		} else {
-			return &Patch{Root: ws.root}, nil
+			return &Patch{Root: ws.root, protect: opts.Protect}, nil
 		}
 	}
 	opts.Target = rel

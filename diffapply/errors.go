@@ -56,6 +56,7 @@ const (
 	RuleGitDir     = "is inside .git"
 	RuleSymlink    = "resolves through a symlink to outside the workspace root"
 	RuleNotRegular = "is not a regular file"
+	RuleState      = "is inside smith's own state folder"
 	RuleStrip      = "has too few components for -p"
 )
 
@@ -87,9 +88,15 @@ type StaleError struct {
 	Path string
 	Want string
 	Got  string
+	// During is set when the change was seen while writing, just before
+	// the file was replaced (another program wrote it meanwhile).
+	During bool
 }
 
 func (e *StaleError) Error() string {
+	if e.During {
+		return fmt.Sprintf("%s changed while smith was writing it (expected %s, found %s): another program wrote it; apply again", e.Path, short(e.Want), short(e.Got))
+	}
 	return fmt.Sprintf("%s changed since the plan was made (expected %s, found %s); plan again", e.Path, short(e.Want), short(e.Got))
 }
 

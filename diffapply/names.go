@@ -1,9 +1,8 @@
 package diffapply
 
 import (
-	"errors"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -12,7 +11,7 @@ import (
 // detection (-p), notes models append, and reading the pre-images.
 
 // names works out the source and target of a file diff.
-func names(ws *workspace, fd *fileDiff, opts Options, exists func(string) bool) (oldRel, newRel string, err error) {
+func names(ws *Workspace, fd *fileDiff, opts Options, exists func(string) bool) (oldRel, newRel string, err error) {
 	if opts.Target != "" {
 		t, err := ws.rel(opts.Target)
 		if err != nil {
@@ -108,7 +107,7 @@ func trimAnnotation(name string) string {
 	return name
 }
 
-func relPair(ws *workspace, c [2]string) (string, string, error) {
+func relPair(ws *Workspace, c [2]string) (string, string, error) {
 	var out [2]string
 	for i, name := range c {
 		if name == "" {
@@ -166,7 +165,7 @@ func detect(o, n string) [][2]string {
 // source reads pre-images: from Options.ReadFile, or from disk through
 // the workspace's confinement.
 type source struct {
-	ws       *workspace
+	ws       *Workspace
 	readFile func(path string) ([]byte, bool, error)
 	seen     *pathCache // nil: ask the file system every time
 }
@@ -217,11 +216,9 @@ func (s source) read(rel string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := os.ReadFile(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	return b, err == nil, err
+	// Through the workspace's os.Root, never blocking on a FIFO.
+	r, _ := within(s.ws.real, abs)
+	return s.ws.readRel(filepath.ToSlash(r))
 }
 
 // exists reports whether a safe relative path names an existing file.
@@ -259,7 +256,7 @@ func (s source) exists(rel string) bool {
 // that put the project's own directory after a/ (a/proj/src/x.go). Created
 // files then use the same level. It returns 0 when the per-file reading
 // works, or when no level or more than one level fits.
-func detectStrip(ws *workspace, fds []*fileDiff, src source) (int, string) {
+func detectStrip(ws *Workspace, fds []*fileDiff, src source) (int, string) {
 	var names []string
 	for _, fd := range fds {
 		if fd.renameFrom != "" || fd.copyFrom != "" || fd.newFile || fd.oldName == "/dev/null" || fd.oldName == "" {

@@ -2,22 +2,47 @@ package diffapply
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 )
 
-// workspace confines paths to a root directory, the way git's
-// check_unsafe_path() and t4139 do: no "..", no absolute path outside the
-// root, nothing in .git, no symlink that leads out, only regular files.
-type workspace struct {
-	root string // absolute and clean, as given
-	real string // root with symlinks resolved
+// Workspace confines file access to one directory tree. It is the one
+// place that decides whether smith may write a path, for every writer:
+// diffs, whole-file writes from a stream, editor edits, and an agent's
+// file-system calls. The rules are git's check_unsafe_path() and t4139
+// plus smith's own: a name must not be empty, hold a NUL byte or a ".."
+// component, be absolute outside the root, lie in .git, resolve through a
+// symlink to outside the root, lie in a protected directory (smith's state
+// folder), or name anything but a regular file.
+//
+// The rules are checked when a path is resolved; a directory swapped for
+// a symlink after the check cannot lead a write out, because every read,
+// write, rename and removal goes through an os.Root opened at the root,
+// which refuses at use time any path that would leave it.
+//
+// A Workspace is safe for concurrent use. Close releases its directory
+// handle.
+type Workspace struct {
+	root    string   // absolute and clean, as given
+	real    string   // root with symlinks resolved
+	protect []string // resolved directories that are never written
+
+	once    sync.Once
+	dirRoot *os.Root
+	dirErr  error
 }
 
-func newWorkspace(root string) (*workspace, error) {
+// OpenWorkspace returns the Workspace rooted at root. Writes into any of
+// protect (smith's state folder, wherever it is) are refused even when it
+// lies inside root.
+func OpenWorkspace(root string, protect ...string) (*Workspace, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -26,12 +51,67 @@ func newWorkspace(root string) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &workspace{root: abs, real: real}, nil
+	w := &Workspace{root: abs, real: real}
+	for _, p := range protect {
+		if p == "" {
+			continue
+		}
+		if p, err = filepath.Abs(p); err != nil {
+			return nil, err
+		}
+		w.protect = append(w.protect, resolveExisting(p))
+	}
+	return w, nil
+}
+
+func newWorkspace(root string) (*Workspace, error) { return OpenWorkspace(root) }
+
+// Root is the root as given (absolute and clean).
+func (w *Workspace) Root() string { return w.root }
+
+// Close releases the directory handle; the Workspace must not be used
+// afterwards.
+func (w *Workspace) Close() error {
+	w.once.Do(func() { w.dirErr = os.ErrClosed })
+	if w.dirRoot != nil {
+		return w.dirRoot.Close()
+	}
+	return nil
+}
+
+// dir is the os.Root every use-time operation goes through, opened on
+// first use (Plan may never need it).
+func (w *Workspace) dir() (*os.Root, error) {
+	w.once.Do(func() {
+		w.dirRoot, w.dirErr = os.OpenRoot(w.real)
+		if w.dirErr != nil {
+			w.dirErr = fmt.Errorf("open the workspace %s: %w", w.root, w.dirErr)
+		}
+	})
+	return w.dirRoot, w.dirErr
+}
+
+// Confine applies the rules to name (relative to the root, or absolute
+// inside it) and returns its absolute form under the root as given and
+// its slash-separated form relative to the root, with symlinks that stay
+// inside the root resolved (so a write replaces the link's target, not
+// the link). The file need not exist. A refusal is a *PathError.
+func (w *Workspace) Confine(name string) (abs, rel string, err error) {
+	r, err := w.rel(name)
+	if err != nil {
+		return "", "", err
+	}
+	rr, err := w.confined(r)
+	if err != nil {
+		return "", "", err
+	}
+	return filepath.Join(w.root, filepath.FromSlash(rr)), rr, nil
 }
 
 // rel checks a name from a diff (prefix already stripped) and returns it
-// as a clean, slash-separated path relative to the root.
-func (w *workspace) rel(name string) (string, error) {
+// as a clean, slash-separated path relative to the root: the lexical
+// rules, no file-system access.
+func (w *Workspace) rel(name string) (string, error) {
 	switch {
 	case name == "":
 		return "", &PathError{Path: name, Rule: RuleEmpty}
@@ -74,10 +154,20 @@ func within(dir, target string) (string, bool) {
 	return r, true
 }
 
-// resolve maps a checked relative path to the absolute path to read and
-// write, following symlinks only while they stay inside the root. The
-// file itself may not exist yet; if it exists it must be a regular file.
-func (w *workspace) resolve(rel string) (string, error) {
+// resolve maps a checked relative path to the absolute path under the
+// resolved root (see confined).
+func (w *Workspace) resolve(rel string) (string, error) {
+	r, err := w.confined(rel)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(w.real, filepath.FromSlash(r)), nil
+}
+
+// confined resolves symlinks in a lexically checked path as long as they
+// stay inside the root and returns the result relative to the resolved
+// root, slash-separated. If the file exists it must be a regular file.
+func (w *Workspace) confined(rel string) (string, error) {
 	full := filepath.Join(w.real, filepath.FromSlash(rel))
 	// Resolve the deepest part of the path that exists.
 	existing, rest := full, ""
@@ -98,12 +188,17 @@ func (w *workspace) resolve(rel string) (string, error) {
 	}
 	target := filepath.Join(resolved, rest)
 	r, ok := within(w.real, target)
-	if !ok {
+	if !ok || r == "." {
 		return "", &PathError{Path: rel, Rule: RuleSymlink}
 	}
 	for _, c := range strings.Split(filepath.ToSlash(r), "/") {
 		if strings.EqualFold(c, ".git") {
 			return "", &PathError{Path: rel, Rule: RuleGitDir}
+		}
+	}
+	for _, p := range w.protect {
+		if _, in := within(p, target); in {
+			return "", &PathError{Path: rel, Rule: RuleState}
 		}
 	}
 	fi, err := os.Lstat(target)
@@ -115,7 +210,80 @@ func (w *workspace) resolve(rel string) (string, error) {
 	case !fi.Mode().IsRegular():
 		return "", &PathError{Path: rel, Rule: RuleNotRegular}
 	}
-	return target, nil
+	return filepath.ToSlash(r), nil
+}
+
+// resolveExisting evaluates symlinks in the longest existing prefix of p
+// and appends the missing tail unchanged.
+func resolveExisting(p string) string {
+	var tail []string
+	for cur := p; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, tail...)...)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		tail = append([]string{filepath.Base(cur)}, tail...)
+		cur = parent
+	}
+}
+
+// ReadFile reads a file named as Confine accepts it, reporting whether it
+// exists. It never blocks on a FIFO or a device: the file is opened
+// without blocking and anything but a regular file is refused (a
+// *PathError) before a byte is read.
+func (w *Workspace) ReadFile(name string) ([]byte, bool, error) {
+	_, rel, err := w.Confine(name)
+	if err != nil {
+		return nil, false, err
+	}
+	return w.readRel(rel)
+}
+
+// readRel reads a confined path through the os.Root.
+func (w *Workspace) readRel(rel string) ([]byte, bool, error) {
+	d, err := w.dir()
+	if err != nil {
+		return nil, false, err
+	}
+	return readRegular(d, rel)
+}
+
+// readRegular opens name in d without blocking (a FIFO swapped in after
+// the check must not hang the reader), refuses anything but a regular
+// file, and reads it.
+func readRegular(d *os.Root, name string) ([]byte, bool, error) {
+	f, err := d.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, &PathError{Path: name, Rule: RuleNotRegular}
+	}
+	b := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // stripComponents removes n leading path components, like patch -pN.

@@ -35,6 +35,9 @@ type Options struct {
 	// exists=false means the file does not exist. It may be called from
 	// Plan's goroutine only.
 	ReadFile func(path string) (content []byte, exists bool, err error)
+	// Protect lists directories that are never written, even inside the
+	// root: smith's own state folder (a diff must not forge its journal).
+	Protect []string
 }
 
 // StripNone is Options.Strip for -p0: use names exactly as written.
@@ -59,6 +62,8 @@ type Patch struct {
 	Root    string   `json:"root"`
 	Files   []*File  `json:"files"`
 	Repairs []string `json:"repairs,omitempty"` // what was fixed in the diff text
+
+	protect []string // Options.Protect, for Apply
 }
 
 // File is one file of a Patch.
@@ -189,10 +194,11 @@ func (p *Patch) Conflicts() (hunks []*Hunk, files []*File) {
 // binary, an unsafe path); conflicts of single hunks or files are in the
 // Patch instead.
 func Plan(root string, diff []byte, opts Options) (*Patch, error) {
-	ws, err := newWorkspace(root)
+	ws, err := OpenWorkspace(root, opts.Protect...)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
+	defer ws.Close()
 	fds, sc, err := parse(diff)
 	if err != nil {
 		return nil, err
@@ -208,7 +214,7 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 	if opts.Target != "" && len(fds) != 1 {
 		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
 	}
-	p := &Patch{Root: ws.root, Repairs: sc.repairs}
+	p := &Patch{Root: ws.root, Repairs: sc.repairs, protect: opts.Protect}
 	paths := newPathCache()
 	if opts.Strip == 0 && opts.Target == "" {
 		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths}); k > 0 {
@@ -470,7 +476,7 @@ func mergeRepeated(fds []*fileDiff) (out []*fileDiff, sections map[*fileDiff][]*
 // Otherwise the result is planned anew as the diff from the original to
 // the final text, so that its hunks can be previewed, chosen and reverted
 // like any other, and it is checked to give exactly that text.
-func planSequential(ws *workspace, paths *pathCache, merged *File, secs []*fileDiff, opts Options) *File {
+func planSequential(ws *Workspace, paths *pathCache, merged *File, secs []*fileDiff, opts Options) *File {
 	if merged.Conflict != nil || allOK(merged) || merged.Op != OpModify {
 		return nil
 	}

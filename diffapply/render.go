@@ -215,6 +215,7 @@ func modeOf(root, rel string) fs.FileMode {
 	if err != nil {
 		return 0
 	}
+	defer ws.Close()
 	abs, err := ws.resolve(rel)
 	if err != nil {
 		return 0
@@ -237,7 +238,12 @@ func (p *Patch) Apply(ctx context.Context, ids []int, journalDir string) error {
 	if len(ws) == 0 {
 		return errors.New("nothing to apply: the chosen hunks change nothing")
 	}
-	return Commit(ctx, p.Root, ws, journalDir)
+	w, err := OpenWorkspace(p.Root, p.protect...)
+	if err != nil {
+		return fmt.Errorf("workspace root: %w", err)
+	}
+	defer w.Close()
+	return w.Commit(ctx, ws, journalDir)
 }
 
 func joinInts(xs []int, max int) string {

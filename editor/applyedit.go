@@ -46,6 +46,7 @@ func (c *client) ApplyEdit(ctx context.Context, label string, edits []daemon.Fil
 	if !res.Applied {
 		return &EditRefusedError{Reason: res.FailureReason, FailedChange: res.FailedChange}
 	}
+	c.docs.expect(edits)
 	return nil
 }
 
@@ -94,7 +95,7 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 	if !open {
 		return nil, fmt.Errorf("%w: %s is not open in the editor", daemon.ErrUnsupported, filepath.Base(fe.Path))
 	}
-	if doc.version != fe.Version || !bytes.Equal(doc.text, fe.OldText) {
+	if doc.version != fe.Version || !bytes.Equal(doc.seen(), fe.OldText) {
 		return nil, fmt.Errorf("%w: %s changed in the editor since the plan (version %d, planned against %d)",
 			daemon.ErrConflict, fe.Path, doc.version, fe.Version)
 	}
@@ -103,9 +104,14 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 	if edit != nil {
 		tedits = []TextEdit{*edit}
 	}
-	version := fe.Version
+	// After an edit the editor has not reported yet, its version is not
+	// known: the edit goes without one (predict.go).
+	var version *int32
+	if len(doc.predicted) == 0 {
+		version = &fe.Version
+	}
 	return []DocumentChange{{TextDocumentEdit: &TextDocumentEdit{
-		TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: &version},
+		TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: version},
 		Edits:        tedits,
 	}}}, nil
 }
@@ -133,6 +139,7 @@ func (c *client) Notify(n daemon.Notification) {
 		err = c.conn.Notify(ctx, MethodChangeUpdated, &ChangeUpdatedParams{Change: *n.Change})
 	case daemon.NoteFileChanged:
 		err = c.conn.Notify(ctx, MethodFileChanged, &FileChangedParams{Path: n.Path, URI: pathToURI(c.absPath(n.Path))})
+		c.reloadBehind(n.Path)
 	default:
 		c.log.Debug("unknown engine notification", "kind", n.Kind)
 		return

@@ -41,7 +41,9 @@ func (c *client) changePreview(ctx context.Context, p *ChangeParams) (*daemon.Pr
 	if p.ChangeID == "" {
 		return nil, invalidParams("changeId is required")
 	}
-	return eng.Preview(ctx, p.ChangeID, p.Hunks)
+	pv, err := eng.Preview(ctx, p.ChangeID, p.Hunks)
+	c.previewShown(ctx, p.ChangeID, pv)
+	return pv, err
 }
 
 // changeApply applies through this connection's editor: open buffers get a

@@ -59,6 +59,7 @@ func (c *client) chat(ctx context.Context, p *ChatParams) (any, error) {
 	}
 	res, err := eng.Chat(ctx, peer, req, emit)
 	prog.end(res)
+	c.turnEnded(ctx, p.Message, prog, res, err)
 	if err != nil {
 		return nil, wireError(err, res)
 	}
@@ -79,7 +80,7 @@ func (c *client) chatContext(cc *ChatContext) *protocol.ChatContext {
 	cf := &protocol.CurrentFile{Path: path}
 	text := []byte(nil)
 	if doc, ok := c.docs.get(path); ok {
-		cf.Language, text = doc.languageID, doc.text
+		cf.Language, text = doc.languageID, doc.seen()
 	} else if b, err := os.ReadFile(path); err == nil {
 		text = b
 	}

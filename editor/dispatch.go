@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -113,6 +114,9 @@ func (c *client) dispatch(ctx context.Context, req *jsonrpc2.Request) (any, erro
 		return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "smith is closing this connection")
 	}
 	defer c.inflight.Done()
+	if strings.HasPrefix(method, "smith/") {
+		c.smithAware.Store(true)
+	}
 	ctx, done := c.cancellable(ctx, req)
 	defer done()
 	return c.run(ctx, r, method, req.IsCall(), json.RawMessage(req.Params()))

@@ -13,7 +13,9 @@
 // # Files
 //
 // server.go (Server, connections, teardown), transport.go (the guard that
-// answers malformed frames), stdio*.go (stdin/stdout as the stream),
+// answers malformed frames), framing.go (reading frames: bounded, back in
+// step after a malformed header), outbox.go (the bounded, batching queue
+// toward the editor), stdio*.go (stdin/stdout as the stream),
 // codec.go (payload JSON), dispatch.go (routing, lifecycle gate,
 // cancellation), lifecycle.go, textdocument.go (buffer mirror),
 // revalidate.go (re-validating the changes of edited buffers, debounced),

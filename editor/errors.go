@@ -46,6 +46,7 @@ func codeFor(err error) (jsonrpc2.Code, bool) {
 		{daemon.ErrConflict, CodeConflict},
 		{daemon.ErrUnsupported, CodeUnsupported},
 		{protocol.ErrUnreachable, CodeUpstreamUnreachable},
+		{protocol.ErrWrongWorkspace, CodeUpstreamUnreachable},
 		{daemon.ErrNoUpstream, CodeUpstreamUnreachable},
 		{daemon.ErrEmptyMessage, jsonrpc2.InvalidParams},
 		{daemon.ErrOutsideWorkspace, jsonrpc2.InvalidParams},

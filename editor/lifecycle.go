@@ -178,6 +178,7 @@ func capsOf(caps ClientCapabilities) clientCaps {
 	}
 	if caps.Window != nil {
 		cc.workDoneProgress = caps.Window.WorkDoneProgress
+		cc.showDocument = caps.Window.ShowDocument != nil && caps.Window.ShowDocument.Support
 	}
 	return cc
 }
@@ -263,7 +264,9 @@ func ApplyInitOptions(cfg daemon.Config, init InitOptions) (daemon.Config, error
 		cfg.AutoApply = *init.AutoApply
 	}
 	if cfg.Upstream == "" {
-		cfg.Upstream = DefaultUpstream
+		// Nobody named this address: the server there must show it serves
+		// this workspace before it gets anything.
+		cfg.Upstream, cfg.CheckUpstreamWorkspace = DefaultUpstream, true
 	}
 	return cfg, nil
 }

@@ -222,6 +222,9 @@ type ClientCapabilities struct {
 	} `json:"workspace,omitempty"`
 	Window *struct {
 		WorkDoneProgress bool `json:"workDoneProgress,omitzero"`
+		ShowDocument     *struct {
+			Support bool `json:"support"`
+		} `json:"showDocument,omitempty"`
 	} `json:"window,omitempty"`
 	General *struct {
 		PositionEncodings []PositionEncoding `json:"positionEncodings,omitempty"`

@@ -204,16 +204,8 @@ func notifyShowMessage(ctx context.Context, s frameStream, text string) error {
 }
 
 // headerFrames frames rwc with LSP Content-Length headers, with raw-frame
-// access.
-func headerFrames(rwc io.ReadWriteCloser) frameStream {
-	fs, ok := jsonrpc2.NewHeaderStream(rwc).(frameStream)
-	if !ok {
-		// The header framer has had raw-frame access since v1.0.0; without it
-		// batches and malformed-frame recovery would silently disappear.
-		panic("editor: jsonrpc2 header stream lost ReadFrame/WriteFrame")
-	}
-	return fs
-}
+// access (lspFrames: jsonrpc2's writer, smith's resynchronizing reader).
+func headerFrames(rwc io.ReadWriteCloser) frameStream { return newLSPFrames(rwc) }
 
 // tap keeps a copy of what its reader returns while seen is set, so that
 // what a buffering framer read ahead can be given back.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -50,6 +51,14 @@ type Options struct {
 	// serves its attach socket this way, so that editors and other
 	// terminals join it.
 	Engine *daemon.Engine
+	// QueueLimit bounds the bytes queued toward one editor; 0 means 4 MiB.
+	// When it is reached, notifications wait and no further request is
+	// read until the editor has read some (docs/protocol.md,
+	// "Backpressure").
+	QueueLimit int
+	// WriteStall is how long a full queue may wait for an editor that
+	// reads nothing before its connection is closed; 0 means a minute.
+	WriteStall time.Duration
 }
 
 // ErrExitWithoutShutdown is returned by ServeConn when the editor sent exit
@@ -177,7 +186,12 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 		calls:    map[jsonrpc2.ID]context.CancelFunc{},
 	}
 	c.reval = newRevalidator(c.revalidate)
-	c.conn = jsonrpc2.NewConn(newTolerantStream(rwc, s.log), jsonrpc2.WithCodec(codec{}),
+	// Frames go out through a bounded queue written by a goroutine of its
+	// own (outbox: batching, backpressure, disconnect of a stalled editor).
+	out := newOutbox(rwc, rwc.Close, s.opts.QueueLimit, s.opts.WriteStall, s.log)
+	stream := newTolerantStream(readWriteCloser{Reader: rwc, Writer: out, Closer: out}, s.log)
+	stream.room = out.waitRoom
+	c.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}),
 		jsonrpc2.WithPreempter(preempter{cancelRequest: c.cancelCall, cancelProgress: c.cancelProgress}))
 	c.routes = c.routeTable()
 	c.conn.Go(connCtx, c.dispatch)
@@ -214,6 +228,9 @@ type client struct {
 	exited       chan struct{}
 	exitNoShutdn bool
 	closing      bool // teardown started: no new handlers
+
+	// smithAware: the editor called a smith/* method itself (behindwrite.go).
+	smithAware atomic.Bool
 }
 
 // lifecycle is the LSP state of a connection.
@@ -236,6 +253,7 @@ type clientCaps struct {
 	documentChanges  bool
 	resourceOps      map[string]bool
 	workDoneProgress bool
+	showDocument     bool
 }
 
 // session returns the engine and peer, or an error before initialize.

@@ -21,6 +21,9 @@ type document struct {
 	languageID string
 	version    int32
 	text       []byte
+	// predicted are texts of edits the editor accepted but has not
+	// reported yet, oldest first (predict.go).
+	predicted [][]byte
 }
 
 // documents is the mirror of one connection, keyed by canonical path (see
@@ -81,7 +84,7 @@ func (c *client) Document(path string) (text []byte, version int32, open bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	return doc.text, doc.version, true
+	return doc.seen(), doc.version, true
 }
 
 func (c *client) didOpen(_ context.Context, p *DidOpenTextDocumentParams) (any, error) {
@@ -118,6 +121,7 @@ func (c *client) didChange(_ context.Context, p *DidChangeTextDocumentParams) (a
 		return nil, fmt.Errorf("didChange for %s (version %d): %w", p.TextDocument.URI, p.TextDocument.Version, err)
 	}
 	doc.text, doc.version = text, p.TextDocument.Version
+	doc.settle()
 	c.reval.touch(c.docs.keys[p.TextDocument.URI])
 	return nil, nil
 }
@@ -165,6 +169,7 @@ func (c *client) didSave(_ context.Context, p *DidSaveTextDocumentParams) (any, 
 	defer c.docs.mu.Unlock()
 	if doc, ok := c.docs.lookup(p.TextDocument.URI); ok {
 		doc.text = []byte(*p.Text)
+		doc.settle()
 	}
 	return nil, nil
 }

@@ -31,12 +31,16 @@ type frameStream interface {
 // frame is checked here before the connection sees it: a bad body is
 // answered with a ParseError or InvalidRequest response (with the request's
 // id when one can be read) and skipped; a bad header is answered once with
-// a ParseError, after which reading goes on at the next line, so the stream
-// falls back into step at the next well-formed header. Transport errors
-// (EOF, a closed pipe) still end the connection as before.
+// a ParseError, after which the framer (lspFrames) skips to the next
+// "Content-Length:" field and the stream is back in step at the next
+// message. Transport errors (EOF, a closed pipe) still end the connection
+// as before.
 type tolerantStream struct {
 	frameStream
 	log *slog.Logger
+	// room, when set, is waited on before each frame is read: the outgoing
+	// queue has room for its answer (backpressure; outbox.waitRoom).
+	room func(context.Context) error
 }
 
 // newTolerantStream frames rwc with LSP Content-Length headers.
@@ -48,14 +52,22 @@ func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream
 func (s *tolerantStream) ReadFrame(ctx context.Context) ([]byte, int64, error) {
 	headerErrAnswered := false
 	for {
+		if s.room != nil {
+			if err := s.room(ctx); err != nil {
+				return nil, 0, err
+			}
+		}
 		frame, n, err := s.frameStream.ReadFrame(ctx)
 		if errors.Is(err, jsonrpc2.ErrInvalidHeader) {
-			s.log.Warn("malformed message header; skipping to the next header", "err", err)
+			s.log.Warn("malformed message header; skipping to the next \"Content-Length:\"", "err", err)
 			if !headerErrAnswered {
 				headerErrAnswered = true
-				s.answer(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "malformed message header: expected \"Content-Length: N\" and a blank line"))
+				s.answer(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, err.Error()+" (expected \"Content-Length: N\" and a blank line)"))
 			}
 			continue
+		}
+		if lf, ok := s.frameStream.(*lspFrames); ok && headerErrAnswered && err == nil {
+			s.log.Info("back in step after a malformed header", "skippedBytes", lf.Skipped())
 		}
 		if err != nil {
 			return nil, 0, err

@@ -71,6 +71,15 @@ type ClientConfig struct {
 	// the dialect's own keys; a nil value removes a key. For example
 	// {"workload": "fast"} for AgentSmithy.
 	ExtraBody map[string]any
+	// Workspace, when set, says the upstream was not named by the user
+	// (smith found it by discovery, or fell back to the default address)
+	// and must prove it serves this workspace before smith sends it
+	// anything: its GET /health reports this workspace (smith upstream), or
+	// its pid is the server_pid of the workspace's .agentsmithy/status.json
+	// (an AgentSmithy server). Until it has, every request fails with a
+	// *WrongWorkspaceError: a server started for another project would
+	// otherwise write into that project.
+	Workspace string
 }
 
 // Client talks to one upstream: the chat stream of every dialect. It is safe
@@ -82,8 +91,9 @@ type Client struct {
 	hc  *http.Client
 	log *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*lifecycleSession // lifecycle only, by session id
+	mu          sync.Mutex
+	sessions    map[string]*lifecycleSession // lifecycle only, by session id
+	workspaceOK bool                         // the upstream serves ClientConfig.Workspace
 }
 
 // NewClient returns a Client for cfg.
@@ -241,6 +251,14 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 // do sends req and turns transport failures into typed errors. A cancelled
 // context comes back as the context's own error.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
+	if err := c.checkWorkspace(req.Context()); err != nil {
+		return nil, err
+	}
+	return c.send(req)
+}
+
+// send is do without the workspace check.
+func (c *Client) send(req *http.Request) (*http.Response, error) {
 	res, err := c.hc.Do(req)
 	if err == nil {
 		return res, nil

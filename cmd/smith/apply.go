@@ -71,7 +71,7 @@ are written atomically, with a journal that a killed run leaves for --recover.`,
 	f.StringVar(&o.hunks, "hunks", "", "apply only these hunks, by id across the diff: 1,3,5-7")
 	f.BoolVar(&o.strict, "strict", false, "accept byte-exact matches only (no whitespace or fuzz)")
 	f.BoolVar(&o.json, "json", false, "print the plan or result as JSON (see docs/cli.md)")
-	f.BoolVar(&o.recover, "recover", false, "roll back an apply that was interrupted, then exit")
+	f.BoolVar(&o.recover, "recover", false, "finish (or roll back) an apply that was interrupted, then exit")
 	f.StringVar(&o.target, "target", "", "apply a one-file diff to this path, whatever its headers say")
 	return cmd
 }
@@ -80,6 +80,8 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	s, flush := s.buffered()
+	defer flush()
 	root := o.directory
 	if root == "" {
 		wd, err := os.Getwd()
@@ -100,7 +102,7 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		if jerr != nil {
 			return usageErrorf("%v", jerr)
 		}
-		n, err := diffapply.Recover(journal)
+		n, err := diffapply.Recover(root, journal)
 		if err != nil {
 			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("recover: %w", err)}
 		}
@@ -117,11 +119,14 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	writes := !o.check && !o.preview
 	if writes && jerr == nil {
-		// A run killed mid-commit left a journal: finish it first.
-		if n, err := diffapply.Recover(journal); err != nil {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("an earlier interrupted apply could not be rolled back: %w", err)}
+		// A run killed mid-commit left a journal: finish it first. What
+		// cannot be settled is reported here once (the journal is set
+		// aside), and does not keep this apply from running: it plans
+		// against the files as they are.
+		if n, err := diffapply.Recover(root, journal); err != nil {
+			fmt.Fprintf(s.Err, "warning: an earlier interrupted apply could not be settled completely: %v\n", err)
 		} else if n > 0 {
-			fmt.Fprintf(s.Err, "rolled back %d interrupted apply(s) first\n", n)
+			fmt.Fprintf(s.Err, "finished %d interrupted apply(s) first\n", n)
 		}
 	}
 	strip := o.strip
@@ -134,6 +139,11 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	opts := diffapply.Options{
 		Strip: strip, Strict: o.strict, Reverse: o.reverse, Target: o.target,
 		Select: pathFilter(o.include, o.exclude),
+	}
+	if jerr == nil {
+		// smith's state folder (base/smith, which holds the journal) is
+		// never written, even when it lies inside the workspace.
+		opts.Protect = []string{filepath.Dir(filepath.Dir(journal))}
 	}
 	p, err := diffapply.Plan(root, diff, opts)
 	if err == nil && len(p.Files) == 0 {

@@ -306,7 +306,7 @@ func exitCodeOf(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.Is(err, protocol.ErrUnreachable):
+	case errors.Is(err, protocol.ErrUnreachable), errors.Is(err, protocol.ErrWrongWorkspace):
 		return ExitUnreachable
 	case errors.Is(err, daemon.ErrTooManyTurns), errors.Is(err, daemon.ErrMessageTooLong):
 		return ExitUsage

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -75,38 +76,63 @@ func runReplay(cmd *cobra.Command, s *IOStreams, o *replayOptions, file string) 
 	if err != nil {
 		return err
 	}
-	body, err := readReplayInput(s, file)
+	body, closeBody, err := openReplayInput(s, file)
 	if err != nil {
 		return err
 	}
+	defer closeBody()
 	return replayBody(cmd.Context(), s, o, dialect, header, sizes, body)
 }
 
+// replayOutBuffer is the size of replay's output buffer. The output goes
+// out in writes of this size, not one write per event: on a 100k-event
+// stream a write per line cost as much as all the parsing. Replay has no
+// reader waiting on a line (it reads a recorded body, not a live one), so
+// nothing is held back that anyone waits for.
+const replayOutBuffer = 64 << 10
+
 // replayBody prints what smith makes of body, read in the given sizes.
-func replayBody(ctx context.Context, s *IOStreams, o *replayOptions, dialect protocol.Dialect, header http.Header, sizes []int, body []byte) error {
-	var r io.Reader = bytes.NewReader(body)
+func replayBody(ctx context.Context, s *IOStreams, o *replayOptions, dialect protocol.Dialect, header http.Header, sizes []int, body io.Reader) error {
+	r := body
 	if len(sizes) > 0 {
 		r = &chunkReader{r: r, sizes: sizes}
 	}
+	out := bufio.NewWriterSize(s.Out, replayOutBuffer)
+	err := replayTo(ctx, out, s.ColorOut(), o, dialect, header, r)
+	if ferr := out.Flush(); ferr != nil {
+		return fmt.Errorf("writing the output: %w", ferr)
+	}
+	return err
+}
+
+// replayTo writes what smith makes of r to out, whose error, if any, the
+// caller reports when it flushes.
+func replayTo(ctx context.Context, out *bufio.Writer, color bool, o *replayOptions, dialect protocol.Dialect, header http.Header, r io.Reader) error {
 	if o.raw {
-		return replayRaw(s, r)
+		return replayRaw(out, r)
 	}
 	opts := protocol.StreamOptions{Dialect: dialect, Header: header, IdleTimeout: -1}
 	var render func(protocol.Event)
 	var finish func(*protocol.Summary) error
 	if o.json {
-		enc := json.NewEncoder(s.Out)
+		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
-		render = func(e protocol.Event) { _ = enc.Encode(e) }
+		render = func(e protocol.Event) {
+			// Deltas and segments (nearly all events) take the encoder
+			// without reflection; it writes the same bytes.
+			if b, ok := protocol.AppendEventJSON(out.AvailableBuffer(), &e); ok {
+				out.Write(append(b, '\n'))
+				return
+			}
+			_ = enc.Encode(e)
+		}
 		finish = func(sum *protocol.Summary) error { return enc.Encode(sum) }
 	} else {
-		h := newHumanRenderer(s.Out, s.ColorOut())
+		h := newHumanRenderer(out, color)
 		render, finish = h.event, h.summary
 	}
 	sum := protocol.ReadTurn(ctx, r, opts, render)
-	if err := finish(sum); err != nil {
-		return fmt.Errorf("writing the output: %w", err)
-	}
+	_ = finish(sum) // a write error stays in out; replayBody reports it
 	return outcomeExit(sum.Outcome)
 }
 
@@ -123,26 +149,39 @@ func outcomeExit(o protocol.Outcome) error {
 	}
 }
 
-// readReplayInput reads the whole recorded body, so that an unreadable file
-// is reported before anything is printed.
-func readReplayInput(s *IOStreams, file string) ([]byte, error) {
+// openReplayInput opens the recorded body and reads its first bytes, so that
+// an unreadable file (missing, a directory, no permission) is reported before
+// anything is printed. The body is then streamed: holding a whole recording
+// in memory cost more in page faults than parsing it.
+func openReplayInput(s *IOStreams, file string) (io.Reader, func(), error) {
 	if file == "-" {
-		b, err := io.ReadAll(s.In)
-		if err != nil {
-			return nil, usageErrorf("reading the recorded stream from standard input: %v", err)
+		br := bufio.NewReaderSize(s.In, replayInBuffer)
+		if _, err := br.Peek(1); err != nil && err != io.EOF {
+			return nil, nil, usageErrorf("reading the recorded stream from standard input: %v", err)
 		}
-		return b, nil
+		return br, func() {}, nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
+	cannot := func(err error) error {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, usageErrorf("cannot read %s: %v (give a recorded SSE response body, or - for standard input)", file, err)
+		return usageErrorf("cannot read %s: %v (give a recorded SSE response body, or - for standard input)", file, err)
 	}
-	return b, nil
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, nil, cannot(err)
+	}
+	br := bufio.NewReaderSize(f, replayInBuffer)
+	if _, err := br.Peek(1); err != nil && err != io.EOF {
+		f.Close()
+		return nil, nil, cannot(err)
+	}
+	return br, func() { f.Close() }, nil
 }
+
+// replayInBuffer is the size of the reads of the recorded body.
+const replayInBuffer = 64 << 10
 
 func parseDialect(name string) (protocol.Dialect, error) {
 	switch d := protocol.Dialect(strings.ToLower(strings.TrimSpace(name))); d {
@@ -211,9 +250,9 @@ type rawEnd struct {
 }
 
 // replayRaw prints every dispatched SSE event, then the stream's end state.
-func replayRaw(s *IOStreams, r io.Reader) error {
+func replayRaw(out io.Writer, r io.Reader) error {
 	rd := protocol.NewSSEReader(r, 0)
-	enc := json.NewEncoder(s.Out)
+	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	end := rawEnd{End: true}
 	for ev, err := range rd.All() {

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,7 +209,7 @@ func FuzzReplayChunkSizes(f *testing.F) {
 	replay := func(o *replayOptions, sizes []int, body []byte) string {
 		var out bytes.Buffer
 		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(string) string { return "" }}
-		err := replayBody(context.Background(), s, o, protocol.DialectAuto, nil, sizes, body)
+		err := replayBody(context.Background(), s, o, protocol.DialectAuto, nil, sizes, bytes.NewReader(body))
 		return fmt.Sprintf("%s[%v]", out.String(), err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, a, b uint8) {
@@ -219,4 +221,49 @@ func FuzzReplayChunkSizes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// countingWriter counts the Write calls that reach it.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestReplayBuffersOutput: replay writes its output in large pieces, not
+// one write per event (a write per line cost as much as all the parsing),
+// and the bytes are the same as the unbuffered ones, in every mode.
+func TestReplayBuffersOutput(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("data: {\"dialog_id\": \"d\", \"type\": \"chat_start\"}\n\n")
+	for i := range 3000 {
+		fmt.Fprintf(&in, "data: {\"dialog_id\": \"d\", \"type\": \"chat\", \"content\": \"delta %d \\\"q\\\" \\u2028\\n\"}\n\n", i)
+	}
+	in.WriteString("data: {\"dialog_id\": \"d\", \"type\": \"tool_call\", \"name\": \"x\", \"args\": {\"a\": 1}}\n\n")
+	in.WriteString("data: {\"dialog_id\": \"d\", \"type\": \"done\", \"done\": true}\n\n")
+	for _, o := range []*replayOptions{{json: true}, {raw: true}, {}} {
+		var w countingWriter
+		s := &IOStreams{In: strings.NewReader(""), Out: &w, Err: io.Discard, Getenv: func(string) string { return "" }}
+		if err := replayBody(context.Background(), s, o, protocol.DialectAuto, nil, nil, strings.NewReader(in.String())); err != nil {
+			t.Fatalf("%+v: %v", *o, err)
+		}
+		if max := w.Len()/replayOutBuffer + 2; w.writes > max {
+			t.Errorf("%+v: %d writes for %d bytes, want at most %d", *o, w.writes, w.Len(), max)
+		}
+		// The unbuffered rendering, event by event, with encoding/json.
+		var want bytes.Buffer
+		if o.json {
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			sum := protocol.ReadTurn(context.Background(), strings.NewReader(in.String()), protocol.StreamOptions{IdleTimeout: -1}, func(e protocol.Event) { enc.Encode(e) })
+			enc.Encode(sum)
+			if diff := cmp.Diff(want.String(), w.String()); diff != "" {
+				t.Errorf("--json output differs from encoding/json's (-want +got):\n%s", diff)
+			}
+		}
+	}
 }

@@ -19,6 +19,7 @@ func subcommands() []subcommand {
 		{"apply", newApplyCmd},
 		{"upstream", newUpstreamCmd},
 		{"serve", newServeCmd},
+		{"acp", newACPCmd},
 		{"chat", newChatCmd},
 		{"dialogs", newDialogsCmd},
 		{"history", newHistoryCmd},

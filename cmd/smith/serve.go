@@ -39,7 +39,8 @@ smith/changes, smith/change/apply, ...) described in docs/protocol.md.
 By default it serves one editor on stdin/stdout and exits when the editor
 closes stdin or sends exit. With --listen unix:PATH it serves any number of
 editors on a Unix socket (mode 0600); editors on the same workspace share one
-engine: the same dialogs, changes and undo journal.
+engine: the same dialogs, changes and undo journal. Only a stale socket at PATH
+is replaced; a file, symlink or live socket there is refused.
 
 The workspace is the editor's rootUri (or first workspace folder) unless
 --workspace or initializationOptions.workspace names one. Settings are taken
@@ -166,6 +167,8 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 			MaxMessage:   st.Int("max_message"),
 			MaxEventSize: st.Int("max_event_size"),
 			AutoApply:    st.Bool("auto_apply"),
+
+			CheckUpstreamWorkspace: upstreamFound(st),
 		}
 		return editor.ApplyInitOptions(cfg, editor.InitOptions{})
 	}

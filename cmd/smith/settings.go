@@ -91,7 +91,17 @@ func engineConfig(set *config.Settings) daemon.Config {
 		IdleTimeout:  set.Duration("idle_timeout"),
 		MaxEventSize: set.Int("max_event_size"),
 		AutoApply:    set.Bool("auto_apply"),
+
+		CheckUpstreamWorkspace: upstreamFound(set),
 	}
+}
+
+// upstreamFound reports whether smith found the upstream by itself
+// (discovery, or the default address) rather than being told: such a
+// server must show it serves the workspace before it gets anything.
+func upstreamFound(set *config.Settings) bool {
+	v, _ := set.Lookup("upstream")
+	return v.Source == config.SourceDiscovery || v.Source == config.SourceDefault
 }
 
 func dialectSetting(d string) string {

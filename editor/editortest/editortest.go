@@ -65,7 +65,11 @@ type Editor struct {
 	holdEdits   bool     // see HoldEdits
 	// Encoding is the position encoding the editor uses ("utf-16" unless
 	// Initialize negotiated another).
-	Encoding string
+	Encoding     string
+	caps         map[string]any // see Capabilities; nil: the defaults
+	deferChanges bool           // see DeferChanges
+	unsent       []string       // buffers whose didChange is held back
+	requests     []Notification // window/* requests of the server
 	// observe, when set, receives every notification on the read loop
 	// instead of the record (see Observe).
 	observe func(method string, params []byte)
@@ -290,11 +294,14 @@ func (e *Editor) Initialize(ctx context.Context, root string, initOptions map[st
 	if ops == nil {
 		ops = []string{"create", "rename", "delete"}
 	}
+	e.mu.Lock()
+	caps := e.caps
+	e.mu.Unlock()
 	params := map[string]any{
 		"processId":  os.Getpid(),
 		"clientInfo": map[string]any{"name": "editortest"},
 		"rootUri":    FileURI(root),
-		"capabilities": map[string]any{
+		"capabilities": cmpOr(caps, map[string]any{
 			"workspace": map[string]any{
 				"applyEdit": true,
 				"workspaceEdit": map[string]any{
@@ -304,7 +311,7 @@ func (e *Editor) Initialize(ctx context.Context, root string, initOptions map[st
 			},
 			"window":  map[string]any{"workDoneProgress": true},
 			"general": map[string]any{"positionEncodings": encodings},
-		},
+		}),
 	}
 	if initOptions != nil {
 		params["initializationOptions"] = initOptions
@@ -348,6 +355,7 @@ func (e *Editor) Type(ctx context.Context, path, text string) error {
 	}
 	b.Text, b.Version = text, b.Version+1
 	v := b.Version
+	e.cond.Broadcast()
 	e.mu.Unlock()
 	return e.didChangeFull(ctx, path, text, v)
 }
@@ -499,6 +507,9 @@ func (e *Editor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error)
 	case "window/workDoneProgress/create":
 		return nil, nil
 	}
+	if res, ok := e.recordRequest(req.Method(), params); ok {
+		return res, nil
+	}
 	return nil, jsonrpc2.ErrMethodNotFound
 }
 
@@ -622,4 +633,12 @@ func (e *Editor) ChangeRange(ctx context.Context, path string, startLine, startC
 		"textDocument":   map[string]any{"uri": FileURI(path), "version": v},
 		"contentChanges": []any{map[string]any{"range": te.Range, "text": text}},
 	})
+}
+
+// cmpOr is a when it is set, else b.
+func cmpOr(a, b map[string]any) map[string]any {
+	if a != nil {
+		return a
+	}
+	return b
 }

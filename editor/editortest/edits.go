@@ -111,6 +111,7 @@ func (e *Editor) applyEdit(ctx context.Context, id jsonrpc2.ID, raw json.RawMess
 			if _, ok := e.Buffer(r.path); ok {
 				e.Close(ctx, r.path)
 			}
+		case r.open && e.editDeferred(r.path, r.text):
 		case r.open:
 			if err := e.Type(ctx, r.path, r.text); err != nil {
 				return nil, err

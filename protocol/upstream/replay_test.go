@@ -28,6 +28,8 @@ func rawChunks(t *testing.T, base, request string) (head string, sizes []int, bo
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// The server answers only to its own Host (localOnly).
+	request = strings.Replace(request, "\r\nHost: x\r\n", "\r\nHost: "+u.Host+"\r\n", 1)
 	if _, err := io.WriteString(conn, request); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -353,7 +354,8 @@ func TestNonStreaming(t *testing.T) {
 func TestHealth(t *testing.T) {
 	s, base := newTestServer(t, Options{})
 	res, body := do(t, "GET", base+"/health", nil)
-	want := fmt.Sprintf(`{"status":"ok","service":"agentsmithy-server","server_status":null,"port":null,"pid":%d,"server_error":null,"config_valid":true,"config_errors":null}`, s.pid)
+	ws, _ := json.Marshal(s.Workspace())
+	want := fmt.Sprintf(`{"status":"ok","service":"agentsmithy-server","server_status":null,"port":null,"pid":%d,"server_error":null,"config_valid":true,"config_errors":null,"workspace":%s}`, s.pid, ws)
 	if res.StatusCode != 200 || string(body) != want {
 		t.Errorf("health = %d %s", res.StatusCode, body)
 	}

@@ -142,7 +142,8 @@ func New(opts Options) (*Server, error) {
 // Workspace is the absolute workspace directory.
 func (s *Server) Workspace() string { return s.ws.root }
 
-// Handler serves the whole API. Streams end when the request's context
+// Handler serves the whole API to local clients only (localOnly: no
+// request a web page could make). Streams end when the request's context
 // does or when Close is called.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -177,7 +178,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusNotFound, detail("Not Found"))
 	})
-	return s.logRequests(mux)
+	return s.logRequests(localOnly(mux))
 }
 
 // Start listens on addr (host:port; port 0 picks a free one), writes
@@ -342,10 +343,14 @@ type health struct {
 	ServerError  *string   `json:"server_error"`
 	ConfigValid  *bool     `json:"config_valid"`
 	ConfigErrors *[]string `json:"config_errors"`
+	// Workspace is a smith extension (the real server does not report
+	// it): a client that found this server by itself checks it serves its
+	// workspace before it sends anything (protocol.ClientConfig.Workspace).
+	Workspace string `json:"workspace"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid}
+	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid, Workspace: s.ws.root}
 	valid := true
 	h.ConfigValid = &valid
 	if data, err := os.ReadFile(s.statusPath()); err == nil {

@@ -106,6 +106,7 @@ func TestCloseEndsStreamsWithShutdownError(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set(FaultHeader, "stall=60")
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,386 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/diffapply"
+)
+
+// Session modes (session/set_mode).
+const (
+	// ModeReview asks permission for every change (the default).
+	ModeReview = "review"
+	// ModeAuto applies every change as it arrives, without asking.
+	ModeAuto = "auto"
+)
+
+// agent implements the SDK's Agent (and AgentLoader) on top of one engine.
+type agent struct {
+	o    Options
+	log  *slog.Logger
+	out  *lineWriter
+	conn *sdk.AgentSideConnection
+	// ctx lives as long as the connection: turns run on it, not on the
+	// SDK's request context (see doc.go).
+	ctx context.Context
+
+	// initSeen: an initialize line has been read (set by the reader, so
+	// that a pipelined session/new, which may run before the initialize
+	// handler, is not refused).
+	initSeen atomic.Bool
+
+	mu          sync.Mutex
+	initialized bool
+	caps        sdk.ClientCapabilities
+	eng         *daemon.Engine
+	peer        *daemon.Peer
+	// files confines the paths smith reads or writes for the client (fs/*
+	// requests, files named in a prompt) by the rules every writer of
+	// smith uses.
+	files     *diffapply.Workspace
+	startMode string
+	sessions  map[string]*session
+	// fsSession is the session whose id smith's fs/* requests carry (they
+	// need one; the engine asks for files without saying for which
+	// session): the one of the running or latest prompt.
+	fsSession string
+	// turns counts running prompts, so that close waits for them.
+	turns sync.WaitGroup
+}
+
+// session is one ACP session: a smith dialog plus the choices made in it.
+type session struct {
+	id  string // the dialog id
+	cwd string
+
+	mu        sync.Mutex
+	mode      string
+	allowAll  bool // "allow always" was chosen
+	rejectAll bool // "reject always" was chosen
+	run       *run // the running prompt, nil when idle
+	commands  bool // available_commands_update sent
+}
+
+// run is a running prompt of a session.
+type run struct {
+	cancel    context.CancelFunc
+	cancelled bool // session/cancel arrived (guarded by session.mu)
+}
+
+func newAgent(ctx context.Context, o Options, log *slog.Logger, out *lineWriter) *agent {
+	return &agent{o: o, log: log, out: out, ctx: ctx, sessions: map[string]*session{}, startMode: ModeReview}
+}
+
+// close cancels the running prompts, waits for them, and closes the engine.
+func (a *agent) close() error {
+	a.mu.Lock()
+	for _, s := range a.sessions {
+		s.mu.Lock()
+		if s.run != nil {
+			s.run.cancel()
+		}
+		s.mu.Unlock()
+	}
+	eng, peer := a.eng, a.peer
+	a.mu.Unlock()
+	a.turns.Wait()
+	if eng == nil {
+		return nil
+	}
+	eng.Detach(peer)
+	return errors.Join(eng.Close(), a.files.Close())
+}
+
+// Errors the client sees. JSON-RPC codes: -32602 for what names something
+// wrong in the params, -32600 for what is wrong at this moment.
+func invalidParams(format string, args ...any) *sdk.RequestError {
+	return &sdk.RequestError{Code: -32602, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalidRequest(format string, args ...any) *sdk.RequestError {
+	return &sdk.RequestError{Code: -32600, Message: fmt.Sprintf(format, args...)}
+}
+
+func internalError(err error) *sdk.RequestError {
+	return &sdk.RequestError{Code: -32603, Message: err.Error()}
+}
+
+// Initialize negotiates the version (smith speaks 1: a client asking for
+// another gets 1 and decides) and says what smith supports.
+func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	a.mu.Lock()
+	a.initialized = true
+	a.caps = p.ClientCapabilities
+	a.mu.Unlock()
+	client := "unknown client"
+	if p.ClientInfo != nil {
+		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
+	}
+	a.log.Info("initialize", "client", client, "protocolVersion", p.ProtocolVersion,
+		"fs.readTextFile", p.ClientCapabilities.Fs.ReadTextFile, "fs.writeTextFile", p.ClientCapabilities.Fs.WriteTextFile)
+	return sdk.InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
+		},
+		AgentInfo:   &sdk.Implementation{Name: "smith", Title: sdk.Ptr("smith"), Version: a.o.Version},
+		AuthMethods: []sdk.AuthMethod{},
+	}, nil
+}
+
+// Authenticate: smith advertises no auth method (the upstream's token is
+// smith's configuration, not the editor's business).
+func (a *agent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, invalidParams("smith needs no authentication (it offers no auth method); the upstream's token is set with SMITH_TOKEN or .smith.toml")
+}
+
+func (a *agent) Logout(ctx context.Context, p sdk.LogoutRequest) (sdk.LogoutResponse, error) {
+	return sdk.LogoutResponse{}, nil
+}
+
+// ready checks that initialize came first. (A client may pipeline
+// session/new right behind initialize; requests run concurrently, so the
+// check waits for an initialize already received rather than racing it.)
+func (a *agent) ready() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.initialized && !a.initSeen.Load() {
+		return invalidRequest("send initialize first: the connection is not initialized")
+	}
+	return nil
+}
+
+// engine returns the engine, starting it on the workspace that cwd
+// belongs to: Options.Workspace, or cwd itself for the first session when
+// none was given. A cwd outside the workspace is refused.
+func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return nil, invalidParams("cwd %q must be an absolute path (ACP paths are absolute)", cwd)
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return nil, invalidParams("cwd %s is not a directory", cwd)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.eng == nil {
+		ws := a.o.Workspace
+		if ws == "" {
+			ws = cwd
+		}
+		if ok, err := within(ws, cwd); err != nil || !ok {
+			return nil, invalidParams("cwd %s is outside the workspace %s that smith acp was started with (--workspace); start smith acp for that folder, or give a cwd inside %s", cwd, ws, ws)
+		}
+		cfg, err := a.o.Resolve(ctx, ws)
+		if err != nil {
+			return nil, internalError(fmt.Errorf("configure smith for %s: %w", ws, err))
+		}
+		cfg.Workspace = ws
+		if cfg.AutoApply {
+			// The front decides when to apply (permission requests); the
+			// setting picks the sessions' starting mode instead.
+			a.startMode, cfg.AutoApply = ModeAuto, false
+		}
+		if cfg.Logger == nil {
+			cfg.Logger = a.log
+		}
+		eng, err := daemon.New(a.ctx, cfg)
+		if err != nil {
+			if errors.Is(err, daemon.ErrStateLocked) {
+				return nil, internalError(fmt.Errorf("%w: another smith process (a smith serve of an editor, or a smith command) holds the state of %s; stop it, or use that editor, then start a new session", err, ws))
+			}
+			return nil, internalError(fmt.Errorf("start smith's engine on %s: %w", ws, err))
+		}
+		files, err := diffapply.OpenWorkspace(eng.Workspace(), eng.StateDir())
+		if err != nil {
+			eng.Close()
+			return nil, internalError(fmt.Errorf("open the workspace %s: %w", ws, err))
+		}
+		a.eng, a.files = eng, files
+		a.peer = eng.Attach(&fsEditor{a: a})
+		a.log.Info("engine started", "workspace", ws, "upstream", cfg.Upstream, "state", eng.StateDir())
+		return eng, nil
+	}
+	if ok, err := within(a.eng.Workspace(), cwd); err != nil || !ok {
+		return nil, invalidParams("cwd %s is outside the workspace %s of this smith acp; start another smith acp for that folder", cwd, a.eng.Workspace())
+	}
+	return a.eng, nil
+}
+
+// within reports whether path is root or under it, after symlinks: the
+// check of a session's cwd, a directory (files go through
+// diffapply.Workspace.Confine, which takes regular files only).
+func within(root, path string) (bool, error) {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false, err
+	}
+	p, err := evalExisting(path)
+	if err != nil {
+		return false, err
+	}
+	rel, err := filepath.Rel(r, p)
+	if err != nil {
+		return false, nil
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))), nil
+}
+
+// evalExisting resolves symlinks in the longest existing prefix of p.
+func evalExisting(p string) (string, error) {
+	p = filepath.Clean(p)
+	var tail []string
+	for cur := p; ; {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(append([]string{real}, tail...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p, nil
+		}
+		tail = append([]string{filepath.Base(cur)}, tail...)
+		cur = parent
+	}
+}
+
+// NewSession creates a smith dialog; its id is the session id.
+func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	if err := a.ready(); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	eng, err := a.engine(ctx, p.Cwd)
+	if err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	d, err := eng.NewDialog(ctx, "")
+	if err != nil {
+		return sdk.NewSessionResponse{}, internalError(fmt.Errorf("create a dialog: %w", err))
+	}
+	s := a.addSession(d.ID, p.Cwd)
+	// The slash commands follow the answer that names the session.
+	a.out.after(func() { a.sendCommands(s) }, []byte(`"result"`), []byte(`"sessionId":"`+d.ID+`"`))
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(d.ID), Modes: a.modes(s)}, nil
+}
+
+func (a *agent) addSession(id, cwd string) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[id]
+	if s == nil {
+		s = &session{id: id, cwd: cwd, mode: a.startMode}
+		a.sessions[id] = s
+	}
+	if a.fsSession == "" {
+		a.fsSession = id
+	}
+	return s
+}
+
+// session returns the session id, or an error naming it.
+func (a *agent) session(id sdk.SessionId) (*session, error) {
+	if err := a.ready(); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	s := a.sessions[string(id)]
+	a.mu.Unlock()
+	if s == nil {
+		return nil, invalidParams("unknown session %q: create one with session/new, or open an existing dialog with session/load", id)
+	}
+	return s, nil
+}
+
+var modeList = []sdk.SessionMode{
+	{Id: ModeReview, Name: "Review every change", Description: sdk.Ptr("smith asks before it applies each change the agent proposes")},
+	{Id: ModeAuto, Name: "Apply without asking", Description: sdk.Ptr("smith applies each change as it arrives; conflicts are still refused, and /undo takes a change back")},
+}
+
+func (a *agent) modes(s *session) *sdk.SessionModeState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.mode), AvailableModes: modeList}
+}
+
+// SetSessionMode switches between reviewing every change and applying
+// without asking.
+func (a *agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	m := string(p.ModeId)
+	if m != ModeReview && m != ModeAuto {
+		return sdk.SetSessionModeResponse{}, invalidParams("unknown mode %q: smith's modes are %q and %q", m, ModeReview, ModeAuto)
+	}
+	s.mu.Lock()
+	s.mode = m
+	s.mu.Unlock()
+	a.update(s.id, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
+	return sdk.SetSessionModeResponse{}, nil
+}
+
+func (a *agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, invalidParams("smith has no session config options; use session/set_mode (%q or %q)", ModeReview, ModeAuto)
+}
+
+func (a *agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound("session/list")
+}
+
+func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound("session/resume")
+}
+
+func (a *agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	return sdk.CloseSessionResponse{}, sdk.NewMethodNotFound("session/close")
+}
+
+// Cancel stops the session's running prompt. It must not block: the SDK
+// runs notifications one after the other, and the answers to smith's own
+// requests (a permission, fs/read_text_file) wait for the notifications
+// received before them.
+func (a *agent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
+	a.mu.Lock()
+	s := a.sessions[string(p.SessionId)]
+	a.mu.Unlock()
+	if s == nil {
+		a.log.Warn("session/cancel for an unknown session", "session", p.SessionId)
+		return nil
+	}
+	s.mu.Lock()
+	if s.run != nil {
+		s.run.cancelled = true
+		s.run.cancel()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// update sends one session/update; a client gone is logged, not fatal.
+func (a *agent) update(sessionID string, u sdk.SessionUpdate) {
+	if err := a.conn.SessionUpdate(a.ctx, sdk.SessionNotification{SessionId: sdk.SessionId(sessionID), Update: u}); err != nil {
+		a.log.Debug("session/update not sent", "err", err)
+	}
+}
+
+func (a *agent) clientCaps() sdk.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.caps
+}

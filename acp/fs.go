@@ -1,0 +1,148 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/smith-dev/smith/daemon"
+)
+
+// fsTimeout bounds one fs/* request: the engine asks for a file while it
+// plans or applies a change and must not hang on a client that never
+// answers (it then falls back to the disk, or refuses the write).
+const fsTimeout = 30 * time.Second
+
+// fsEditor is the engine's view of the ACP client (daemon.Editor): with
+// fs.readTextFile, every file the engine looks at is read through the
+// client, so an unsaved buffer wins over the disk; with fs.writeTextFile,
+// every write of an existing file goes through the client, so that its
+// review and undo see the edit and smith writes nothing on disk itself.
+type fsEditor struct{ a *agent }
+
+var _ daemon.Editor = (*fsEditor)(nil)
+
+// Document reports a file as "open" whenever the client can write it, so
+// that the engine routes the write to ApplyEdit: its text comes from
+// fs/read_text_file when the client can read (unsaved edits included),
+// else from the disk. A file that does not exist is not open: the engine
+// creates it on disk (the engine sends new files to editors only when they
+// have them open, which an ACP client cannot say).
+func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
+	a := f.a
+	caps := a.clientCaps()
+	if !caps.Fs.ReadTextFile && !caps.Fs.WriteTextFile {
+		return nil, 0, false
+	}
+	if _, err := a.confine(path); err != nil {
+		return nil, 0, false
+	}
+	if caps.Fs.ReadTextFile {
+		text, err := a.readText(path)
+		if err != nil {
+			a.log.Debug("fs/read_text_file failed; the engine reads the disk", "path", path, "err", err)
+			return nil, 0, false
+		}
+		return []byte(text), 0, true
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, false
+	}
+	return b, 0, true
+}
+
+// readText asks the client for path's text as the user sees it.
+func (a *agent) readText(path string) (string, error) {
+	sid := a.fsSessionID()
+	if sid == "" {
+		return "", errors.New("no session yet")
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, fsTimeout)
+	defer cancel()
+	r, err := a.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sdk.SessionId(sid), Path: path})
+	if err != nil {
+		return "", err
+	}
+	return r.Content, nil
+}
+
+// ApplyEdit writes through fs/write_text_file, all or none: before writing
+// it checks (when the client can read) that each file still holds the text
+// the engine planned against, and if a later write fails it puts the
+// earlier files back. A deletion, or a client without fs.writeTextFile, is
+// daemon.ErrUnsupported before anything is written: the engine then
+// writes on disk, guarded by the text it read.
+func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.FileEdit) error {
+	a := f.a
+	caps := a.clientCaps()
+	if !caps.Fs.WriteTextFile {
+		return fmt.Errorf("%w: the client did not declare fs.writeTextFile", daemon.ErrUnsupported)
+	}
+	for _, e := range edits {
+		if e.Delete {
+			return fmt.Errorf("%w: ACP's fs/write_text_file cannot delete %s", daemon.ErrUnsupported, e.Path)
+		}
+	}
+	sid := a.fsSessionID()
+	if sid == "" {
+		return fmt.Errorf("%w: no session to write through", daemon.ErrUnsupported)
+	}
+	if caps.Fs.ReadTextFile {
+		for _, e := range edits {
+			now, err := a.readText(e.Path)
+			if err != nil {
+				return fmt.Errorf("read %s back before writing it: %w", e.Path, err)
+			}
+			if now != string(e.OldText) {
+				return fmt.Errorf("%s changed in the editor since smith read it; nothing was written", e.Path)
+			}
+		}
+	}
+	for i, e := range edits {
+		if err := a.writeText(ctx, sid, e.Path, string(e.NewText)); err != nil {
+			for _, done := range edits[:i] {
+				if berr := a.writeText(context.WithoutCancel(ctx), sid, done.Path, string(done.OldText)); berr != nil {
+					a.log.Warn("cannot put a file back after a failed write", "path", done.Path, "err", berr)
+				}
+			}
+			return fmt.Errorf("fs/write_text_file %s: %w", e.Path, err)
+		}
+	}
+	return nil
+}
+
+func (a *agent) writeText(ctx context.Context, sid, path, content string) error {
+	ctx, cancel := context.WithTimeout(ctx, fsTimeout)
+	defer cancel()
+	_, err := a.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sdk.SessionId(sid), Path: path, Content: content})
+	return err
+}
+
+// Notify: the ACP client learns of changes through tool calls, which the
+// prompt sends itself; nothing to do for the engine's notifications.
+func (f *fsEditor) Notify(daemon.Notification) {}
+
+func (a *agent) fsSessionID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fsSession
+}
+
+// confine checks a path the client or the upstream named against the
+// workspace's rules (inside the root, also through symlinks; not .git, not
+// smith's state; a regular file or none): the error says which rule.
+func (a *agent) confine(path string) (string, error) {
+	a.mu.Lock()
+	files := a.files
+	a.mu.Unlock()
+	if files == nil {
+		return "", errors.New("no workspace yet: open a session first")
+	}
+	abs, _, err := files.Confine(path)
+	return abs, err
+}

@@ -1,0 +1,243 @@
+package editor_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/editor"
+	"github.com/smith-dev/smith/editor/editortest"
+	"github.com/smith-dev/smith/protocol/upstream"
+)
+
+// An editor that reports its edits late (eglot: didChange from an idle
+// timer) accepts two hunks in a row: the second apply is planned against
+// the text the first one left, not refused for the old version.
+func TestApplyBeforeTheEditorReportsThePreviousEdit(t *testing.T) {
+	ws, s := serveCalc(t)
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	s.DeferChanges(true)
+	res := s.mustChat("rename total to sum in calc.go")
+	c := s.change(res.Changes[0])
+	if len(c.Hunks) != 2 {
+		t.Fatalf("want 2 hunks, got %+v", c.Hunks)
+	}
+	for _, h := range c.Hunks {
+		var after daemon.Change
+		if err := s.Call(ctx, editor.MethodChangeApply, map[string]any{"changeId": c.ID, "hunks": []string{h.ID}}, &after); err != nil {
+			t.Fatalf("apply %s before the editor reported the previous edit: %v", h.ID, err)
+		}
+	}
+	want := strings.ReplaceAll(calcGo, "total", "sum")
+	if b, _ := s.Buffer(path); b.Text != want {
+		t.Fatalf("buffer after both applies:\n%s\nwant:\n%s", b.Text, want)
+	}
+	// The late reports then bring the mirror to the same text: undo works on it.
+	if err := s.FlushChanges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var undone daemon.Change
+	if err := s.Call(ctx, editor.MethodUndo, map[string]any{"changeId": c.ID}, &undone); err != nil {
+		t.Fatalf("undo after the late didChange: %v", err)
+	}
+	if b, _ := s.Buffer(path); strings.Count(b.Text, "sum") != 1 {
+		t.Fatalf("buffer after undoing the last apply:\n%s", b.Text)
+	}
+}
+
+// eglotCaps are the client capabilities of Emacs eglot 1.9 that matter to
+// smith: versioned workspace edits, no workDoneProgress, no showDocument,
+// no positionEncodings.
+func eglotCaps() map[string]any {
+	return map[string]any{
+		"workspace": map[string]any{"applyEdit": true, "workspaceEdit": map[string]any{"documentChanges": true}},
+		"textDocument": map[string]any{
+			"codeAction":         map[string]any{"codeActionLiteralSupport": map[string]any{"codeActionKind": map[string]any{"valueSet": []string{"quickfix", "source"}}}},
+			"publishDiagnostics": map[string]any{"relatedInformation": false},
+		},
+	}
+}
+
+// plainServe starts smith serve for ws against up and initializes it as a
+// plain LSP client with caps: it never calls smith/* methods, only
+// workspace/executeCommand.
+func plainServe(t *testing.T, ws, up string, caps map[string]any) *session {
+	t.Helper()
+	ed := editortest.Start(t, smithBin, "serve", "--log-level", "debug", "--upstream", up, "--state-dir", t.TempDir())
+	ed.Capabilities(caps)
+	if _, err := ed.Initialize(testCtx(t), ws, nil); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return &session{Editor: ed, t: t, ws: ws}
+}
+
+// command runs a smith command through workspace/executeCommand, as a
+// plain LSP client does (no arguments when params is nil).
+func (s *session) command(name string, params any, result any) error {
+	args := []any{}
+	if params != nil {
+		args = append(args, params)
+	}
+	return s.Call(testCtx(s.t), editor.MethodExecuteCommand, map[string]any{"command": name, "arguments": args}, result)
+}
+
+// A file the upstream writes itself (AgentSmithy v2) reaches the open
+// buffer of a plain LSP client as a workspace/applyEdit: it does not know
+// smith/fileChanged.
+func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
+	s := plainServe(t, ws, up, eglotCaps())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(calcGo, "total", "sum")
+	if got := readFile(t, path); got != want {
+		t.Fatalf("the upstream did not write calc.go:\n%s", got)
+	}
+	if err := s.WaitBuffer(ctx, path, func(text string) bool { return text == want }); err != nil {
+		b, _ := s.Buffer(path)
+		t.Fatalf("the open buffer was not brought to the text on disk: %v\n%s", err, b.Text)
+	}
+}
+
+// smith's own plugins reload on smith/fileChanged: they get no edit for it.
+func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
+	s := serve(t, ws, up, t.TempDir())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	s.mustChat("rename total to sum in calc.go")
+	if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Edits()); n != 0 {
+		t.Fatalf("a plugin got %d workspace edits for a file written on disk", n)
+	}
+}
+
+// showDocCaps are eglotCaps plus window.showDocument.
+func showDocCaps() map[string]any {
+	caps := eglotCaps()
+	caps["window"] = map[string]any{"showDocument": map[string]any{"support": true}}
+	return caps
+}
+
+type showDocument struct {
+	URI       string `json:"uri"`
+	TakeFocus bool   `json:"takeFocus"`
+}
+
+func (s *session) shownDocuments(n int) []showDocument {
+	s.t.Helper()
+	raw, err := s.WaitRequest(testCtx(s.t), "window/showDocument", n)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := make([]showDocument, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+type shownMessage struct {
+	Type    int    `json:"type"`
+	Message string `json:"message"`
+}
+
+func (s *session) waitMessage(match func(shownMessage) bool) shownMessage {
+	s.t.Helper()
+	var got shownMessage
+	_, err := s.WaitNotification(testCtx(s.t), "window/showMessage", func(p json.RawMessage) bool {
+		var m shownMessage
+		json.Unmarshal(p, &m)
+		if match(m) {
+			got = m
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		s.t.Fatalf("no matching window/showMessage among %v: %v", s.Notifications("window/showMessage"), err)
+	}
+	return got
+}
+
+// A plain client that can show documents gets the transcript of a turn (a
+// Markdown file under the state folder) and a change's preview (a .diff)
+// opened with window/showDocument, and the turn's end as a message (it
+// announced no workDoneProgress).
+func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, showDocCaps())
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	docs := s.shownDocuments(1)
+	transcript := editortest.PathOf(docs[0].URI)
+	if filepath.Ext(transcript) != ".md" || docs[0].TakeFocus {
+		t.Errorf("transcript shown as %+v, want a .md without focus", docs[0])
+	}
+	if got := readFile(t, transcript); !strings.Contains(got, "rename total to sum in calc.go") || !strings.Contains(got, strings.TrimSpace(res.Text)[:20]) {
+		t.Errorf("transcript %s:\n%s", transcript, got)
+	}
+	s.waitMessage(func(m shownMessage) bool {
+		return m.Type == 3 && strings.Contains(m.Message, "turn completed") && strings.Contains(m.Message, "1 change proposed")
+	})
+
+	var pv daemon.Preview
+	if err := s.command("smith.change.preview", map[string]any{"changeId": res.Changes[0]}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	docs = s.shownDocuments(2)
+	diff := editortest.PathOf(docs[1].URI)
+	if filepath.Ext(diff) != ".diff" || !docs[1].TakeFocus {
+		t.Errorf("preview shown as %+v, want a .diff with focus", docs[1])
+	}
+	if got := readFile(t, diff); got != pv.Diff || !strings.Contains(got, "+\tsum := 0") {
+		t.Errorf("preview file %s:\n%s\nwant the preview's diff:\n%s", diff, got, pv.Diff)
+	}
+}
+
+// A plain client without showDocument or progress (eglot) is told the
+// end of a turn and a failure with window/showMessage.
+func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, eglotCaps())
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	s.waitMessage(func(m shownMessage) bool { return m.Type == 3 && strings.Contains(m.Message, "turn completed") })
+
+	down := plainServe(t, ws, "http://127.0.0.1:9", eglotCaps())
+	if err := down.command("smith.chat", map[string]any{"message": "hello"}, &res); err == nil {
+		t.Fatal("a turn against an upstream that is down succeeded")
+	}
+	down.waitMessage(func(m shownMessage) bool { return m.Type == 1 && strings.Contains(m.Message, "failed") })
+	if n := len(down.Requests("window/showDocument")); n != 0 {
+		t.Errorf("%d documents shown to a client without showDocument", n)
+	}
+}

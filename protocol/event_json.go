@@ -1,0 +1,108 @@
+package protocol
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendEventJSON appends e's JSON encoding to dst, byte for byte what
+// encoding/json's Encoder writes for it with SetEscapeHTML(false), without
+// the trailing newline, and reports true; or leaves dst as it is and
+// reports false for an event it has no fast path for.
+//
+// Why: text and reasoning deltas and segment marks are nearly every event
+// of a turn, and the reflective encoder spent more CPU on each of them than
+// SSE framing and the dialect together (a fifth of `smith replay --json`).
+// Every other event is rare and goes through encoding/json.
+// TestAppendEventJSON and FuzzAppendEventJSON hold this to encoding/json.
+func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
+	if e.ToolCall != nil || e.ToolResult != nil || e.Change != nil || e.Citation != nil ||
+		e.Notice != nil || e.Error != nil || e.TurnEnd != nil || e.Violation != nil || len(e.Raw) > 0 {
+		return dst, false
+	}
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, string(e.Type))
+	if e.DialogID != "" {
+		dst = append(dst, `,"dialogId":`...)
+		dst = appendJSONString(dst, e.DialogID)
+	}
+	if e.TurnID != "" {
+		dst = append(dst, `,"turnId":`...)
+		dst = appendJSONString(dst, e.TurnID)
+	}
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, e.Seq, 10)
+	if e.Text != "" {
+		dst = append(dst, `,"text":`...)
+		dst = appendJSONString(dst, e.Text)
+	}
+	if s := e.Segment; s != nil {
+		dst = append(dst, `,"segment":{"block":`...)
+		dst = appendJSONString(dst, s.Block)
+		dst = append(dst, `,"phase":`...)
+		dst = appendJSONString(dst, s.Phase)
+		if s.ID != "" {
+			dst = append(dst, `,"id":`...)
+			dst = appendJSONString(dst, s.ID)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), true
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json does
+// without HTML escaping: the short escapes \" \\ \b \f \n \r \t, \u00XX
+// for the other control bytes, \ufffd for each invalid UTF-8 byte, and
+// \u2028 and \u2029 escaped (they end lines in JavaScript).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,73 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// stdEventJSON is what encoding/json writes for e with SetEscapeHTML(false),
+// without the trailing newline.
+func stdEventJSON(t testing.TB, e *Event) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+func TestAppendEventJSON(t *testing.T) {
+	tests := []struct {
+		e    Event
+		fast bool
+	}{
+		{Event{Type: KindText, DialogID: "d1", Seq: 7, Text: "The loop "}, true},
+		{Event{Type: KindText, Seq: 0, Text: "line with \"quotes\" and \\ \n\r\t\b\f\x00\x1f\x7f <&> é ✓ \u2028\u2029 \xff\xfe end"}, true},
+		{Event{Type: KindReasoning, DialogID: "d", TurnID: "t1", Seq: -3, Text: "hmm"}, true},
+		{Event{Type: KindText, Seq: 1}, true},
+		{Event{Type: KindSegment, DialogID: "d", Seq: 2, Segment: &Segment{Block: "text", Phase: "start"}}, true},
+		{Event{Type: KindSegment, Seq: 2, Segment: &Segment{Block: "reasoning", Phase: "end", ID: "r\"1"}}, true},
+		{Event{Type: KindSegment, Seq: 2, Segment: &Segment{}}, true},
+		{Event{Type: KindToolCall, Seq: 3, ToolCall: &ToolCall{Name: "x"}}, false},
+		{Event{Type: KindText, Seq: 4, Text: "x", Raw: json.RawMessage(`{"a":1}`)}, false},
+		{Event{Type: KindTurnEnd, Seq: 5, TurnEnd: &TurnEnd{Outcome: OutcomeCompleted}}, false},
+	}
+	for _, tt := range tests {
+		got, ok := AppendEventJSON([]byte("prefix"), &tt.e)
+		if ok != tt.fast {
+			t.Errorf("%+v: fast path %v, want %v", tt.e, ok, tt.fast)
+			continue
+		}
+		if !ok {
+			if string(got) != "prefix" {
+				t.Errorf("%+v: no fast path but dst changed to %q", tt.e, got)
+			}
+			continue
+		}
+		if want := "prefix" + stdEventJSON(t, &tt.e); string(got) != want {
+			t.Errorf("%+v:\n got %s\nwant %s", tt.e, got, want)
+		}
+	}
+}
+
+// FuzzAppendEventJSON holds the fast encoder to encoding/json on any
+// strings, valid UTF-8 or not.
+func FuzzAppendEventJSON(f *testing.F) {
+	f.Add("d", "t", "The loop \"x\"\n\u2028\xff", "text", "start", "", int64(5), false)
+	f.Add("", "", "", "reasoning", "end", "id", int64(-1), true)
+	f.Fuzz(func(t *testing.T, dialog, turn, text, block, phase, id string, seq int64, segment bool) {
+		e := Event{Type: KindText, DialogID: dialog, TurnID: turn, Seq: seq, Text: text}
+		if segment {
+			e.Type, e.Segment = KindSegment, &Segment{Block: block, Phase: phase, ID: id}
+		}
+		got, ok := AppendEventJSON(nil, &e)
+		if !ok {
+			t.Fatal("no fast path for a text or segment event")
+		}
+		if want := stdEventJSON(t, &e); string(got) != want {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
