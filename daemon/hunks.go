@@ -183,11 +183,11 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 // holds reports whether text still holds written change c: every hunk
 // that was written is still found (describe marked the lost ones
 // conflict), a deleted file is absent, a whole content is there.
-func holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) bool {
+func (e *Engine) holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) bool {
 	if c.Kind == protocol.ChangeDelete {
 		// An editor may keep the buffer of a file deleted on disk open
 		// (one without the delete resource operation): the disk decides.
-		_, onDisk, err := readFile(c.Abs)
+		_, onDisk, err := e.ws.readFile(c.Abs)
 		return err == nil && !onDisk
 	}
 	if len(hunks) > 0 {
@@ -213,6 +213,11 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 		return
 	}
 	text, exists, err := e.userText(p, c.source())
+	if c.Status == StatusAppliedUpstream {
+		// The server wrote the disk; an open buffer may not have been
+		// reloaded yet.
+		text, exists, err = e.ws.readFile(c.source())
+	}
 	if err != nil {
 		return
 	}
@@ -224,7 +229,7 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 	}
 	pl := e.place(c, text, exists)
 	describe(c, v.Hunks, pl, func(h Hunk) bool { return h.Status == StatusPending })
-	if written(c.Status) && c.OldAbs == "" && !holds(c, v.Hunks, text, exists) {
+	if written(c.Status) && c.OldAbs == "" && !e.holds(c, v.Hunks, text, exists) {
 		v.Status = StatusStale
 		v.Reason = fmt.Sprintf("%s no longer holds this change: it was reset or edited since the change was written", c.Path)
 	}
