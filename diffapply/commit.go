@@ -298,7 +298,7 @@ func (t *txn) abort(i int, pre []preimage, cause error) error {
 	if rb == nil {
 		if t.tx != "" {
 			if err := t.finish(); err != nil {
-				rb = fmt.Errorf("removing the journal %s: %w", t.tx, err)
+				return fmt.Errorf("%s: %w; all files were restored, but removing the journal %s failed: %v", what, cause, t.tx, err)
 			}
 		}
 		return fmt.Errorf("%s: %w; all files were restored", what, cause)

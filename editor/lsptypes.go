@@ -255,6 +255,7 @@ type ServerCapabilities struct {
 	PositionEncoding       PositionEncoding      `json:"positionEncoding"`
 	TextDocumentSync       TextDocumentSyncOpts  `json:"textDocumentSync"`
 	ExecuteCommandProvider ExecuteCommandOptions `json:"executeCommandProvider"`
+	CodeActionProvider     any                   `json:"codeActionProvider,omitempty"`
 	Experimental           map[string]any        `json:"experimental,omitempty"`
 }
 
