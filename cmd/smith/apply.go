@@ -233,6 +233,9 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			return false, nil
 		}
 		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: f.Diff(ids)}
+		if ch.Diff == "" && f.Op == diffapply.OpModify {
+			continue // its hunks change nothing: nothing to write or undo
+		}
 		switch f.Op {
 		case diffapply.OpCreate:
 			ch.Kind = protocol.ChangeCreate
