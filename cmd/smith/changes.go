@@ -59,7 +59,7 @@ reject take all its hunks or those given with --hunks.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	cmd.AddCommand(newChangesShowCmd(s), newChangesDecideCmd(s, "apply"), newChangesDecideCmd(s, "reject"))
 	cmd.Flags().StringVar(&filter.Status, "status", "", "only changes with this status")
 	cmd.Flags().StringVarP(&filter.DialogID, "dialog", "d", "", "only changes of this dialog")
@@ -115,7 +115,7 @@ changes reject, smith session reset or restore).`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	return cmd
 }
 
@@ -239,7 +239,7 @@ match level and lines in the file, and the whole change as a forward diff
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -309,7 +309,7 @@ itself) are taken back out of the file, verified.`
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	cmd.Flags().StringVar(&hunks, "hunks", "", "only these hunks: 1,3 or h1,h3 (smith changes show lists them)")
 	return cmd
 }
