@@ -2,12 +2,13 @@
 GO ?= go
 NVIM_TESTS := extensions/nvim/test/run.sh
 EMACS_TESTS := test/emacs/run.sh
+ACP_NODE := acp/testdata/node
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test vet lint gotest nvimtest emacstest build install bench fuzz
+.PHONY: test vet lint gotest nvimtest emacstest acptest build install bench fuzz
 
-test: vet lint gotest nvimtest emacstest
+test: vet lint gotest nvimtest emacstest acptest
 
 vet:
 	$(GO) vet ./...
@@ -28,6 +29,12 @@ nvimtest: build
 # .ci/run installs emacs-nox and elpa-eglot when they are missing.
 emacstest: build
 	SMITH_BIN=$(CURDIR)/bin/smith $(EMACS_TESTS)
+
+# smith acp against a second, independent ACP client: the official TypeScript
+# SDK (pinned by the lockfile; npm ci installs exactly it). The Go SDK's client
+# drives it in gotest (go test ./acp). .ci/run installs Node and npm when missing.
+acptest: build
+	cd $(ACP_NODE) && npm ci --no-audit --no-fund --loglevel=error && SMITH_BIN=$(CURDIR)/bin/smith node test.mjs
 
 # Static (no cgo): smith needs nothing from C, and starts ~1 ms sooner without
 # the dynamic loader (docs/benchmarks.md, "Where smith's time goes").
