@@ -55,6 +55,8 @@ func Keys() []Key {
 		{Name: "token", Env: "SMITH_TOKEN", Secret: true, Help: "bearer token sent to the upstream"},
 		{Name: "state_dir", Env: "SMITH_STATE_DIR", Help: "where smith keeps journals and dialog indexes"},
 		{Name: "idle_timeout", Env: "SMITH_IDLE_TIMEOUT", Default: "60s", Help: "end a turn after this long without a byte from the upstream", check: checkDuration},
+		{Name: "progress_timeout", Env: "SMITH_PROGRESS_TIMEOUT", Default: "5m", Help: "end a turn after this long without an event (keep-alives and stray bytes are not progress); negative: never", check: checkDuration},
+		{Name: "turn_limit", Env: "SMITH_TURN_LIMIT", Default: "1h", Help: "end a turn that runs longer than this; negative: never", check: checkDuration},
 		{Name: "max_event_size", Env: "SMITH_MAX_EVENT_SIZE", Default: "16777216", Help: "largest accepted SSE event, in bytes", check: checkPositiveInt},
 		{Name: "max_message", Env: "SMITH_MAX_MESSAGE", Default: "5000", Help: "longest accepted chat message, in characters", check: checkPositiveInt},
 		{Name: "max_turns", Env: "SMITH_MAX_TURNS", Default: "3", Help: "concurrent turns per client", check: checkPositiveInt},

@@ -17,17 +17,21 @@ import (
 
 // Config configures an Engine. Zero values mean the documented default.
 type Config struct {
-	Workspace    string           // absolute workspace root (required)
-	Upstream     string           // base URL of the chat server
-	Dialect      protocol.Dialect // "" = auto-detect
-	Token        string           // bearer token for the upstream; never logged
-	StateDir     string           // smith's state root; default $XDG_STATE_HOME/smith or ~/.local/state/smith
-	MaxTurns     int              // concurrent turns per Peer; default 3
-	MaxMessage   int              // characters per message; default 5000
-	IdleTimeout  time.Duration    // upstream idle watchdog; default protocol.DefaultIdleTimeout
-	MaxEventSize int              // default protocol.DefaultMaxEventSize
-	AutoApply    bool             // apply proposals as they arrive
-	NoWatch      bool             // do not start the fsnotify watcher
+	Workspace   string           // absolute workspace root (required)
+	Upstream    string           // base URL of the chat server
+	Dialect     protocol.Dialect // "" = auto-detect
+	Token       string           // bearer token for the upstream; never logged
+	StateDir    string           // smith's state root; default $XDG_STATE_HOME/smith or ~/.local/state/smith
+	MaxTurns    int              // concurrent turns per Peer; default 3
+	MaxMessage  int              // characters per message; default 5000
+	IdleTimeout time.Duration    // upstream idle watchdog; default protocol.DefaultIdleTimeout
+	// ProgressTimeout and TurnLimit: protocol.ClientConfig's (0: default,
+	// negative: off).
+	ProgressTimeout time.Duration
+	TurnLimit       time.Duration
+	MaxEventSize    int  // default protocol.DefaultMaxEventSize
+	AutoApply       bool // apply proposals as they arrive
+	NoWatch         bool // do not start the fsnotify watcher
 	// CheckUpstreamWorkspace: the upstream was not named by the user (it
 	// was discovered, or is the default address); before sending it
 	// anything the client makes sure it serves Workspace

@@ -450,7 +450,12 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 	return requested, nil
 }
 
-// saveLocked writes the state file. Called with e.mu held.
+// saveLocked writes the state file. Called with e.mu held. Every change
+// of the set of open changes is saved, so this is also where the watcher
+// learns that the directories it should watch may have moved.
 func (e *Engine) saveLocked() error {
+	if e.watch != nil {
+		e.watch.changesMoved()
+	}
 	return e.store.save(e.st)
 }

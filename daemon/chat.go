@@ -35,7 +35,11 @@ func (e *Engine) clientConfig() protocol.ClientConfig {
 		Header:       e.cfg.Header,
 		MaxEventSize: e.cfg.MaxEventSize,
 		IdleTimeout:  e.cfg.IdleTimeout,
-		MaxText:      e.cfg.MaxResultText,
+		// A turn that only receives keep-alives, or a byte now and then,
+		// ends too (protocol.turnGuard).
+		ProgressTimeout: e.cfg.ProgressTimeout,
+		TurnLimit:       e.cfg.TurnLimit,
+		MaxText:         e.cfg.MaxResultText,
 	}
 }
 

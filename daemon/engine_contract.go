@@ -150,7 +150,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.cancel()
 			return nil, fmt.Errorf("start the file watcher (set NoWatch to run without it): %w", err)
 		}
+		e.mu.Lock() // saveLocked reads it under e.mu, also on the watcher's goroutine
 		e.watch = w
+		e.mu.Unlock()
 	}
 	// Files may have changed while no engine was watching.
 	e.revalidateAll()

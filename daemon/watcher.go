@@ -2,34 +2,50 @@ package daemon
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
 
-// watcher is the one fsnotify watcher of a workspace. fsnotify watches are
-// not recursive, so every directory is added by hand (skipping .git,
-// node_modules and .agentsmithy, and smith's state folder should it lie
-// inside the workspace). Following gopls, one goroutine drains the fsnotify channels
-// and does nothing else; a second one debounces, adds new directories and
-// re-validates the pending changes of the files that changed.
+// watcher is the one fsnotify watcher of a workspace. It exists to
+// re-validate open changes when their files change on disk, so it watches
+// only the directories of files that have open changes (pending, conflict,
+// stale or undone), and follows them as changes come and go: a workspace
+// with no open change costs no watch, however large its tree. (It used to
+// watch every directory: 30 000 watches and most of a second before a
+// 30 000-directory workspace answered, and past the kernel's limit a
+// monorepo silently stopped being watched.)
+//
+// A directory, not the file, is watched, because editors save by writing a
+// new file and renaming it over the old one, and a file that does not exist
+// yet (a change that creates it) has no inode to watch. When the directory
+// itself does not exist yet, its nearest existing ancestor in the workspace
+// is watched, and the watch moves down as directories appear.
+//
+// Following gopls, one goroutine drains the fsnotify channels and does
+// nothing else; a second one debounces, moves the watches and re-validates
+// the open changes of the files that changed. Files open in an editor need
+// no watch: the editor's buffer, not the disk, is what a change is checked
+// against, and fronts call Revalidate when a buffer changes.
 type watcher struct {
-	e    *Engine
-	w    *fsnotify.Watcher
-	skip map[string]bool // directory base names never watched
+	e *Engine
+	w *fsnotify.Watcher
 
 	kick chan struct{} // wakes the worker; buffered 1
-	mu   sync.Mutex    // guards dirty, rescan
+	mu   sync.Mutex    // guards dirty, rescan, resync
 	// dirty holds changed paths not yet handled, with whether a Create
-	// was seen (a new directory must be added and scanned).
+	// was seen (a directory that appeared may be where a watch belongs).
 	dirty  map[string]bool
 	rescan bool // events were lost: re-validate everything
+	resync bool // the open changes moved: recompute the watched directories
+
+	warned bool // the worker's: a watch that could not be added was reported
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -42,17 +58,11 @@ func newWatcher(e *Engine) (*watcher, error) {
 	}
 	w := &watcher{
 		e: e, w: fw,
-		// .agentsmithy is AgentSmithy's own state (shadow repository,
-		// checkpoints): busy on every turn, never a user file.
-		skip:  map[string]bool{".git": true, "node_modules": true, ".agentsmithy": true},
 		kick:  make(chan struct{}, 1),
 		dirty: map[string]bool{},
 		stop:  make(chan struct{}),
 	}
-	if err := w.addTree(e.ws.root); err != nil {
-		fw.Close()
-		return nil, err
-	}
+	w.sync()
 	w.wg.Add(2)
 	go w.read()
 	go w.work()
@@ -66,38 +76,106 @@ func (w *watcher) close() error {
 	return err
 }
 
-// ignored reports whether a directory is never watched.
-func (w *watcher) ignored(dir string) bool {
-	if dir == w.e.ws.root {
-		return false
-	}
-	if w.skip[filepath.Base(dir)] {
-		return true
-	}
-	sd := w.e.store.dir
-	return dir == sd || strings.HasPrefix(dir, sd+string(filepath.Separator))
+// changesMoved tells the watcher that the set of open changes may have
+// changed (one was recorded, applied, rejected, undone). It does not block
+// and takes no lock the engine holds: the engine calls it with e.mu held.
+func (w *watcher) changesMoved() {
+	w.mu.Lock()
+	w.resync = true
+	w.mu.Unlock()
+	w.wake()
 }
 
-// addTree watches dir and every directory below it.
-func (w *watcher) addTree(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // vanished while walking
+// wanted returns the directories to watch: for the file of every open
+// change (and the old path of a rename), its directory, or the nearest
+// ancestor of it that exists, within the workspace.
+func (w *watcher) wanted() map[string]bool {
+	e := w.e
+	e.mu.Lock()
+	var files []string
+	for _, c := range e.st.Changes {
+		if !revalidatable(c.Status) || c.Abs == "" {
+			continue
 		}
-		if !d.IsDir() {
-			return nil
+		files = append(files, c.Abs)
+		if c.OldAbs != "" {
+			files = append(files, c.OldAbs)
 		}
-		if w.ignored(p) {
-			return filepath.SkipDir
+	}
+	e.mu.Unlock()
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if d, ok := w.watchDir(f); ok {
+			dirs[d] = true
 		}
-		if err := w.w.Add(p); err != nil && p == dir {
-			return err
+	}
+	return dirs
+}
+
+// watchDir is the directory to watch for file: its directory, or the
+// nearest existing ancestor inside the workspace; false for a file outside
+// the workspace or in smith's state folder.
+func (w *watcher) watchDir(file string) (string, bool) {
+	root := w.e.ws.root
+	if !under(file, root) || file == root || w.inStateDir(file) {
+		return "", false
+	}
+	for d := filepath.Dir(file); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, true
 		}
-		return nil
-	})
+		if d == root || len(d) <= len(root) {
+			return "", false
+		}
+	}
+}
+
+// inStateDir reports whether p lies in smith's state folder (when that
+// lies inside the workspace): smith's own writes are never changes.
+func (w *watcher) inStateDir(p string) bool {
+	sd := w.e.store.dir
+	return p == sd || strings.HasPrefix(p, sd+string(filepath.Separator))
+}
+
+// sync adds the watches the open changes need and drops the others. It
+// returns the directories it added: changes in them may have been written
+// while nothing watched, so the caller re-validates them.
+func (w *watcher) sync() []string {
+	want := w.wanted()
+	var added []string
+	for _, d := range w.w.WatchList() {
+		if !want[d] {
+			_ = w.w.Remove(d) // gone already when the directory was removed
+		}
+		delete(want, d)
+	}
+	for d := range want {
+		if err := w.w.Add(d); err != nil {
+			w.addFailed(d, err)
+			continue
+		}
+		added = append(added, d)
+	}
+	slices.Sort(added)
+	return added
+}
+
+// addFailed reports a watch that could not be added. Running out of
+// inotify watches is reported once, with the fix: without it the open
+// changes in that directory would silently stop following the disk.
+func (w *watcher) addFailed(dir string, err error) {
+	if errors.Is(err, os.ErrNotExist) {
+		return // removed since wanted looked; its create event resyncs
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
+		if !w.warned {
+			w.warned = true
+			w.e.log.Warn("file watcher: the kernel's limit of inotify watches is reached, so open changes in this directory are not re-validated when their files change on disk; raise the limit, e.g. sudo sysctl fs.inotify.max_user_watches=524288; smith tries again whenever the open changes move",
+				"dir", dir, "err", err)
+		}
+		return
+	}
+	w.e.log.Warn("file watcher: cannot watch a directory of open changes; they are re-validated only when an editor reports a change", "dir", dir, "err", err)
 }
 
 // read drains fsnotify's channels; it only records and wakes the worker.
@@ -153,27 +231,25 @@ func (w *watcher) work() {
 		case <-time.After(w.e.cfg.WatchDebounce):
 		}
 		w.mu.Lock()
-		dirty, rescan := w.dirty, w.rescan
-		w.dirty, w.rescan = map[string]bool{}, false
+		dirty, rescan, resync := w.dirty, w.rescan, w.resync
+		w.dirty, w.rescan, w.resync = map[string]bool{}, false, false
 		w.mu.Unlock()
-		if rescan {
-			// Lost events may include new directories.
-			if err := w.addTree(w.e.ws.root); err != nil {
-				w.e.log.Warn("file watcher rescan", "err", err)
-			}
-			w.e.revalidateAll()
-			continue
-		}
 		var paths []string
 		for p, created := range dirty {
 			if created {
-				if fi, err := os.Lstat(p); err == nil && fi.IsDir() && !w.ignored(p) {
-					// Files may exist in it already (mkdir -p a/b && touch a/b/f):
-					// add it, and treat everything under it as changed.
-					_ = w.addTree(p)
+				// A new directory may be where a change's file will be.
+				if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+					resync = true
 				}
 			}
 			paths = append(paths, p)
+		}
+		if resync || rescan {
+			paths = append(paths, w.sync()...)
+		}
+		if rescan {
+			w.e.revalidateAll()
+			continue
 		}
 		w.e.revalidatePaths(paths)
 	}
@@ -182,6 +258,9 @@ func (w *watcher) work() {
 // revalidatePaths re-validates the open changes of files at or under the
 // given paths and announces those whose status or hunks changed.
 func (e *Engine) revalidatePaths(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
 	e.mu.Lock()
 	var ids []string
 	for _, c := range e.st.Changes {

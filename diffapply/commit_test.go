@@ -4,6 +4,7 @@ package diffapply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -584,5 +585,65 @@ func fixRoot(t *testing.T, journal, from, to string) {
 		realTo, _ := filepath.EvalSymlinks(to)
 		b = []byte(strings.ReplaceAll(string(b), strconv.Quote(realFrom), strconv.Quote(realTo)))
 		must(t, os.WriteFile(p, b, 0o600))
+	}
+}
+
+// TestRecoverForgedJournal: a journal that names another workspace, or
+// paths outside its own, is set aside without writing anything (a change
+// that could write smith's state folder could otherwise forge one).
+func TestRecoverForgedJournal(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "victim.txt"), []byte("keep\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(outside, ".victim.txt.smith-000000000000"), []byte("pwned\n"), 0o644))
+	realOut, _ := filepath.EvalSymlinks(outside)
+	realRoot, _ := filepath.EvalSymlinks(root)
+	entry := func(p string) journalEntry {
+		return journalEntry{Path: p, Temp: p + ".smith-000000000000", Existed: true, Mode: 0o644,
+			Before: Hash([]byte("keep\n")), After: Hash([]byte("pwned\n"))}
+	}
+	for name, m := range map[string]manifest{
+		"another root": {Version: 2, Root: realOut, State: stateCommitted, Entries: []journalEntry{entry("victim.txt")}},
+		"dot-dot":      {Version: 2, Root: realRoot, State: stateCommitted, Entries: []journalEntry{entry("../" + filepath.Base(outside) + "/victim.txt")}},
+		"absolute":     {Version: 2, Root: realRoot, State: stateCommitted, Entries: []journalEntry{entry(filepath.Join(realOut, "victim.txt"))}},
+	} {
+		journal := t.TempDir()
+		tx := filepath.Join(journal, "tx-1-forged")
+		must(t, os.Mkdir(tx, 0o700))
+		b, _ := json.Marshal(m)
+		must(t, os.WriteFile(filepath.Join(tx, manifestName), b, 0o600))
+		_, err := Recover(root, journal)
+		if err == nil || !strings.Contains(err.Error(), "nothing was written") {
+			t.Errorf("%s: Recover = %v, want the journal refused", name, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(outside, "victim.txt")); string(b) != "keep\n" {
+			t.Errorf("%s: the file outside was written: %q", name, b)
+		}
+		if n, err := Recover(root, journal); n != 0 || err != nil {
+			t.Errorf("%s: a second Recover = %d, %v; the set-aside journal must not block", name, n, err)
+		}
+	}
+}
+
+// TestStateFolderIsProtected: smith's state folder inside the workspace
+// (the default when the workspace is $HOME) cannot be written by a diff.
+func TestStateFolderIsProtected(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, ".local", "state", "smith")
+	must(t, os.MkdirAll(filepath.Join(state, "apply"), 0o700))
+	diff := "--- /dev/null\n+++ b/.local/state/smith/apply/0123/tx-1-x/manifest.json\n@@ -0,0 +1 @@\n+{}\n"
+	_, err := Plan(root, []byte(diff), Options{Protect: []string{state}})
+	var pe *PathError
+	if !errors.As(err, &pe) || pe.Rule != RuleState {
+		t.Fatalf("Plan: err = %v, want refused as smith's state folder", err)
+	}
+	ws, err := OpenWorkspace(root, state)
+	must(t, err)
+	defer ws.Close()
+	err = ws.Commit(context.Background(), []Write{{Path: ".local/state/smith/x", Content: []byte("x")}}, "")
+	if !errors.As(err, &pe) || pe.Rule != RuleState {
+		t.Fatalf("Commit: err = %v, want refused as smith's state folder", err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "x")); !os.IsNotExist(err) {
+		t.Fatal("written into the state folder")
 	}
 }

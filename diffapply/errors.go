@@ -45,6 +45,7 @@ func (e *ParseError) Unwrap() error { return e.Err }
 type PathError struct {
 	Path string // as written in the diff (or given by the caller)
 	Rule string // which rule refused it, e.g. "leaves the workspace root"
+	Hint string // what to do instead, when smith knows ("" when not)
 }
 
 // Path rules, the values of PathError.Rule.
@@ -61,6 +62,9 @@ const (
 )
 
 func (e *PathError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("refusing path %q: it %s; %s", e.Path, e.Rule, e.Hint)
+	}
 	return fmt.Sprintf("refusing path %q: it %s", e.Path, e.Rule)
 }
 

@@ -1,7 +1,10 @@
 package diffapply
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -307,4 +310,131 @@ func detectStrip(ws *Workspace, fds []*fileDiff, src source) (int, string) {
 		return 0, ""
 	}
 	return fits[0], names[0]
+}
+
+// foreignNames reads absolute names from another machine
+// (--- /home/someone/project/src/a.go): a name that is absolute, outside
+// the root, gets the strip level at which it names a file here, and the
+// file diff is renamed accordingly. A level fits when it names an existing
+// file (a change to a file), or, for a new file, when it is the level
+// another file of the same diff used with the same prefix, or else when
+// the new file's directory exists (below the root). Exactly one fitting
+// level is used and reported in repairs; more than one is refused with
+// the -p levels that would work; none leaves the name to be refused as
+// outside the root, with a hint. Only with automatic stripping.
+func foreignNames(ws *Workspace, fds []*fileDiff, src source) (repairs []string, err error) {
+	foreign := func(name string) bool {
+		if name == "" || name == "/dev/null" || !filepath.IsAbs(name) {
+			return false
+		}
+		_, err := ws.rel(name)
+		var pe *PathError
+		return errors.As(err, &pe) && pe.Rule == RuleOutside
+	}
+	// The deepest level leaves the base name.
+	levels := func(name string) int { return strings.Count(name, "/") }
+	// Removed prefix → level, from the files found so far.
+	used := map[string]int{}
+	type pending struct {
+		fd   *fileDiff
+		name string
+	}
+	var creates []pending
+	rename := func(fd *fileDiff, k int, name string) {
+		for _, p := range []*string{&fd.oldName, &fd.newName} {
+			if foreign(*p) {
+				*p, _ = stripComponents(*p, k)
+			}
+		}
+		prefix := name[:len(name)-len(mustStrip(name, k))]
+		used[prefix] = k
+		repairs = append(repairs, fmt.Sprintf("%s names the absolute path %s of another machine; removed the prefix %q (as -p %d)", mustStrip(name, k), name, prefix, k))
+	}
+	for _, fd := range fds {
+		if fd.renameFrom != "" || fd.copyFrom != "" {
+			continue
+		}
+		old := fd.oldName
+		if fd.newFile || old == "/dev/null" {
+			old = ""
+		}
+		switch {
+		case foreign(old):
+			var fits []int
+			for k := 1; k <= levels(old); k++ {
+				if s, ok := stripComponents(old, k); ok {
+					if rel, err := ws.rel(s); err == nil && src.exists(rel) {
+						fits = append(fits, k)
+					}
+				}
+			}
+			switch len(fits) {
+			case 0:
+				return nil, &PathError{Path: old, Rule: RuleOutside, Hint: "no file under the root ends like it; if the diff creates it, or names files from another directory, pass -p N (the number of leading components to remove)"}
+			case 1:
+				rename(fd, fits[0], old)
+			default:
+				return nil, &PathError{Path: old, Rule: RuleOutside, Hint: "removing leading components finds more than one file here: " + fitList(old, fits) + "; pass the one you mean with -p N"}
+			}
+		case old == "" && foreign(fd.newName):
+			creates = append(creates, pending{fd, fd.newName})
+		}
+	}
+	for _, c := range creates {
+		name := c.name
+		k := 0
+		for prefix, level := range used {
+			if strings.HasPrefix(name, prefix) {
+				k = level
+			}
+		}
+		if k == 0 {
+			var fits []int
+			for j := 1; j < levels(name); j++ {
+				s, _ := stripComponents(name, j)
+				dir := path.Dir(s)
+				if dir == "." {
+					continue // the root itself fits every name: it decides nothing
+				}
+				if rel, err := ws.rel(s); err == nil && parentExists(ws, rel) {
+					fits = append(fits, j)
+				}
+			}
+			switch len(fits) {
+			case 0:
+				return nil, &PathError{Path: name, Rule: RuleOutside, Hint: "no directory under the root ends like its directory; pass -p N (the number of leading components to remove) to say where to create it"}
+			case 1:
+				k = fits[0]
+			default:
+				return nil, &PathError{Path: name, Rule: RuleOutside, Hint: "removing leading components finds more than one directory here: " + fitList(name, fits) + "; pass the one you mean with -p N"}
+			}
+		}
+		rename(c.fd, k, name)
+	}
+	return repairs, nil
+}
+
+func mustStrip(name string, k int) string {
+	s, _ := stripComponents(name, k)
+	return s
+}
+
+// fitList renders the strip levels that fit name: "src/a.go (-p 4), a.go (-p 5)".
+func fitList(name string, ks []int) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s (-p %d)", mustStrip(name, k), k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parentExists reports whether the directory of the file rel exists under
+// the root (symlinks confined as for files).
+func parentExists(ws *Workspace, rel string) bool {
+	abs, err := ws.resolve(rel)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(filepath.Dir(abs))
+	return err == nil && fi.IsDir()
 }

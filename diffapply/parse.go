@@ -33,6 +33,10 @@ type hunk struct {
 	body               string // the lines as Hunk.Body prints them, when go-diff gave exactly that; else ""
 	oldNoNL, newNoNL   bool   // "\ No newline at end of file" on that side
 	line               int    // line of the @@ header in the diff
+	// eolPair: no marker, but the hunk ends by removing its last line and
+	// adding it back unchanged — a diff that lost its "\ No newline"
+	// marker. At the end of the file it is the final newline changing.
+	eolPair bool
 }
 
 // fileDiff is one parsed file of a diff.
@@ -376,7 +380,27 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 	if err := h.check(); err != nil {
 		return nil, &ParseError{Line: rh.line, Msg: err.Error()}
 	}
+	h.eolPair = !h.oldNoNL && !h.newNoNL && endsWithSamePair(h.lines)
 	return h, nil
+}
+
+// endsWithSamePair reports whether the hunk's last old line and last new
+// line are a removal and an addition of the same text, with nothing after
+// them: "-x" ... "+x" closing the hunk.
+func endsWithSamePair(ls []hunkLine) bool {
+	n := len(ls)
+	if n < 2 || ls[n-1].op != '+' {
+		return false
+	}
+	for i := n - 1; i >= 0; i-- {
+		if ls[i].op == '-' {
+			return ls[i].text == ls[n-1].text && ls[i].cr == ls[n-1].cr // a CR dropped is a line-ending change, not this
+		}
+		if ls[i].op != '+' {
+			return false
+		}
+	}
+	return false
 }
 
 // check validates what go-diff does not: body lines and counts.

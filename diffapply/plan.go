@@ -217,6 +217,11 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 	p := &Patch{Root: ws.root, Repairs: sc.repairs, protect: opts.Protect}
 	paths := newPathCache()
 	if opts.Strip == 0 && opts.Target == "" {
+		repairs, err := foreignNames(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths})
+		if err != nil {
+			return nil, err
+		}
+		p.Repairs = append(p.Repairs, repairs...)
 		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths}); k > 0 {
 			opts.Strip = k
 			p.Repairs = append(p.Repairs, fmt.Sprintf("names like %s only match files with %d leading components removed; applied as -p%d", example, k, k))
@@ -264,6 +269,15 @@ func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 		seen[f.Path] = true
 		if f.OldPath != "" {
 			seen[f.OldPath] = true
+		}
+		for _, j := range f.jobs {
+			if j.h.eolPair && j.done && j.place.reachesEOF {
+				what := "adds the final newline"
+				if !f.lines.noFinalNewline() {
+					what = "removes the final newline"
+				}
+				p.Repairs = append(p.Repairs, fmt.Sprintf("%s hunk %d: it removes its last line and adds it back unchanged at the end of the file, without a '\\ No newline at end of file' marker; read as the change it is: it %s", f.Path, j.pub.Index, what))
+			}
 		}
 		f.ID = len(p.Files) + 1
 		for _, h := range f.Hunks {

@@ -3,7 +3,6 @@ package diffapply
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -77,6 +76,10 @@ func (f *File) render(ids []int) []byte {
 				wantFinal = -1
 			case j.h.oldNoNL:
 				wantFinal = 1
+			case j.h.eolPair && l.noFinalNewline():
+				wantFinal = 1 // the marker was lost: the pair adds the newline
+			case j.h.eolPair:
+				wantFinal = -1 // ... or takes it away
 			case l.noFinalNewline():
 				wantFinal = -1
 			default:
@@ -229,14 +232,17 @@ func modeOf(root, rel string) fs.FileMode {
 
 // Apply writes the chosen hunks (nil ids means all) atomically, as Commit
 // does, with its journal in journalDir ("" for none). Nothing is written
-// if a chosen hunk conflicts or a file changed since Plan.
+// if a chosen hunk conflicts or a file changed since Plan. Hunks that
+// change nothing (their old and new lines are the same) apply, as with git
+// apply: Apply then writes nothing and returns nil, so that a real apply
+// agrees with a check of the same diff (Patch.Unchanged tells it).
 func (p *Patch) Apply(ctx context.Context, ids []int, journalDir string) error {
 	ws, err := p.Writes(ids)
 	if err != nil {
 		return err
 	}
 	if len(ws) == 0 {
-		return errors.New("nothing to apply: the chosen hunks change nothing")
+		return nil
 	}
 	w, err := OpenWorkspace(p.Root, p.protect...)
 	if err != nil {
@@ -244,6 +250,13 @@ func (p *Patch) Apply(ctx context.Context, ids []int, journalDir string) error {
 	}
 	defer w.Close()
 	return w.Commit(ctx, ws, journalDir)
+}
+
+// Unchanged reports whether the chosen hunks (nil: all) apply and change
+// no file: applying them writes nothing.
+func (p *Patch) Unchanged(ids []int) bool {
+	ws, err := p.Writes(ids)
+	return err == nil && len(ws) == 0
 }
 
 func joinInts(xs []int, max int) string {

@@ -137,9 +137,13 @@ func (c *client) Notify(n daemon.Notification) {
 			return
 		}
 		err = c.conn.Notify(ctx, MethodChangeUpdated, &ChangeUpdatedParams{Change: *n.Change})
+		c.publishDiagnostics(c.changePaths(n.Change)...)
 	case daemon.NoteFileChanged:
 		err = c.conn.Notify(ctx, MethodFileChanged, &FileChangedParams{Path: n.Path, URI: pathToURI(c.absPath(n.Path))})
 		c.reloadBehind(n.Path)
+		if n.Path != "" {
+			c.publishDiagnostics(c.absPath(n.Path))
+		}
 	default:
 		c.log.Debug("unknown engine notification", "kind", n.Kind)
 		return

@@ -38,7 +38,9 @@ func (c *client) changePreview(ctx context.Context, p *ChangeParams) (*daemon.Pr
 		return nil, err
 	}
 	if p.ChangeID == "" {
-		return nil, invalidParams("changeId is required")
+		if p.ChangeID, _, err = c.currentChange(false); err != nil { // a command without arguments (codeaction.go)
+			return nil, err
+		}
 	}
 	pv, err := eng.Preview(ctx, p.ChangeID, p.Hunks)
 	c.previewShown(ctx, p.ChangeID, pv)
@@ -53,9 +55,11 @@ func (c *client) changeApply(ctx context.Context, p *ChangeParams) (*daemon.Chan
 		return nil, err
 	}
 	if p.ChangeID == "" {
-		return nil, invalidParams("changeId is required")
+		if p.ChangeID, p.Hunks, err = c.currentChange(true); err != nil { // a command without arguments (codeaction.go)
+			return nil, err
+		}
 	}
-	return eng.Apply(ctx, peer, p.ChangeID, p.Hunks)
+	return c.decided(eng.Apply(ctx, peer, p.ChangeID, p.Hunks))
 }
 
 func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Change, error) {
@@ -64,9 +68,11 @@ func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Cha
 		return nil, err
 	}
 	if p.ChangeID == "" {
-		return nil, invalidParams("changeId is required")
+		if p.ChangeID, p.Hunks, err = c.currentChange(true); err != nil { // a command without arguments (codeaction.go)
+			return nil, err
+		}
 	}
-	return eng.Reject(ctx, peer, p.ChangeID, p.Hunks)
+	return c.decided(eng.Reject(ctx, peer, p.ChangeID, p.Hunks))
 }
 
 func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error) {
@@ -74,5 +80,5 @@ func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error
 	if err != nil {
 		return nil, err
 	}
-	return eng.Undo(ctx, peer, p.ChangeID)
+	return c.decided(eng.Undo(ctx, peer, p.ChangeID))
 }

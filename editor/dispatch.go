@@ -58,6 +58,7 @@ func (c *client) routeTable() map[string]route {
 		MethodDidChangeConfig:  inline(typed(ignore)),
 
 		MethodExecuteCommand: async(typed(c.executeCommand)),
+		MethodCodeAction:     async(typed(c.codeAction)),
 
 		MethodChat:              async(typed(c.chat)),
 		MethodDialogs:           async(typed(c.dialogs)),

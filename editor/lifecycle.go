@@ -55,6 +55,7 @@ func (c *client) initialize(ctx context.Context, p *InitializeParams) (*Initiali
 			PositionEncoding:       enc,
 			TextDocumentSync:       TextDocumentSyncOpts{OpenClose: true, Change: SyncIncremental, Save: SaveOptions{IncludeText: false}},
 			ExecuteCommandProvider: ExecuteCommandOptions{Commands: Commands()},
+			CodeActionProvider:     codeActionOptions(),
 			Experimental:           map[string]any{"smith": map[string]any{"protocolVersion": ProtocolVersion, "workspace": cfg.Workspace}},
 		},
 		ServerInfo: ClientInfo{Name: "smith", Version: c.srv.opts.Version},
@@ -175,6 +176,9 @@ func capsOf(caps ClientCapabilities) clientCaps {
 				cc.resourceOps[op] = true
 			}
 		}
+	}
+	if caps.TextDocument != nil {
+		cc.diagnostics = caps.TextDocument.PublishDiagnostics != nil
 	}
 	if caps.Window != nil {
 		cc.workDoneProgress = caps.Window.WorkDoneProgress

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 )
@@ -258,4 +259,7 @@ func (o *outbox) Close() error {
 	return o.close()
 }
 
-var errOutboxClosed = fmt.Errorf("editor connection closed")
+// errOutboxClosed fails writes after Close. It wraps net.ErrClosed, which
+// jsonrpc2 counts as a clean end (a late notification racing teardown is
+// not a broken connection).
+var errOutboxClosed = fmt.Errorf("editor connection closed: %w", net.ErrClosed)

@@ -184,6 +184,7 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 		cancel:   cancel,
 		progress: map[string]context.CancelFunc{},
 		calls:    map[jsonrpc2.ID]context.CancelFunc{},
+		review:   newReview(),
 	}
 	c.reval = newRevalidator(c.revalidate)
 	// Frames go out through a bounded queue written by a goroutine of its
@@ -231,6 +232,7 @@ type client struct {
 
 	// smithAware: the editor called a smith/* method itself (behindwrite.go).
 	smithAware atomic.Bool
+	review     *review // diagnostics and code actions (diagnostics.go)
 }
 
 // lifecycle is the LSP state of a connection.
@@ -254,6 +256,7 @@ type clientCaps struct {
 	resourceOps      map[string]bool
 	workDoneProgress bool
 	showDocument     bool
+	diagnostics      bool // textDocument.publishDiagnostics
 }
 
 // session returns the engine and peer, or an error before initialize.

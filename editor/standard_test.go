@@ -2,6 +2,7 @@ package editor_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,5 +240,248 @@ func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
 	down.waitMessage(func(m shownMessage) bool { return m.Type == 1 && strings.Contains(m.Message, "failed") })
 	if n := len(down.Requests("window/showDocument")); n != 0 {
 		t.Errorf("%d documents shown to a client without showDocument", n)
+	}
+}
+
+type publishedDiagnostics struct {
+	URI         string `json:"uri"`
+	Diagnostics []struct {
+		Range struct {
+			Start struct{ Line int } `json:"start"`
+			End   struct{ Line int } `json:"end"`
+		} `json:"range"`
+		Severity int    `json:"severity"`
+		Source   string `json:"source"`
+		Message  string `json:"message"`
+	} `json:"diagnostics"`
+}
+
+// waitDiagnostics waits for a publishDiagnostics of path whose diagnostics
+// start at the given 0-based lines, in order.
+func (s *session) waitDiagnostics(path string, lines ...int) publishedDiagnostics {
+	s.t.Helper()
+	var got publishedDiagnostics
+	_, err := s.WaitNotification(testCtx(s.t), editor.MethodPublishDiagnostics, func(p json.RawMessage) bool {
+		var d publishedDiagnostics
+		if json.Unmarshal(p, &d) != nil || editortest.PathOf(d.URI) != path || len(d.Diagnostics) != len(lines) {
+			return false
+		}
+		for i, l := range lines {
+			if d.Diagnostics[i].Range.Start.Line != l {
+				return false
+			}
+		}
+		got = d
+		return true
+	})
+	if err != nil {
+		s.t.Fatalf("no diagnostics of %s at lines %v; published: %v", path, lines, s.Notifications(editor.MethodPublishDiagnostics))
+	}
+	return got
+}
+
+type codeAction struct {
+	Title   string `json:"title"`
+	Kind    string `json:"kind"`
+	Command struct {
+		Command   string            `json:"command"`
+		Arguments []json.RawMessage `json:"arguments"`
+	} `json:"command"`
+}
+
+func (s *session) codeActions(path string, line int) map[string]codeAction {
+	s.t.Helper()
+	var actions []codeAction
+	pos := map[string]any{"line": line, "character": 2}
+	err := s.Call(testCtx(s.t), editor.MethodCodeAction, map[string]any{
+		"textDocument": map[string]any{"uri": editortest.FileURI(path)},
+		"range":        map[string]any{"start": pos, "end": pos},
+		"context":      map[string]any{"diagnostics": []any{}},
+	}, &actions)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]codeAction{}
+	for _, a := range actions {
+		out[a.Title] = a
+	}
+	return out
+}
+
+// A plain LSP client reviews a change with standard LSP only: a
+// diagnostic on each hunk (following the user's edits), code actions at a
+// hunk, commands without arguments acting on the hunk of the last code
+// action, and "Undo change" on the applied hunk.
+func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, eglotCaps())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	// "total := 0" is line 4, "return total" line 16.
+	d := s.waitDiagnostics(path, 4, 16)
+	for i, dg := range d.Diagnostics {
+		if dg.Source != "smith" || dg.Severity != 3 || !strings.Contains(dg.Message, fmt.Sprintf("hunk %d of 2", i+1)) || !strings.Contains(dg.Message, res.Changes[0]) {
+			t.Errorf("diagnostic %d: %+v", i, dg)
+		}
+		if dg.Range.End.Line != dg.Range.Start.Line+1 {
+			t.Errorf("diagnostic %d spans lines %d-%d, want the one changed line", i, dg.Range.Start.Line, dg.Range.End.Line)
+		}
+	}
+	// A line typed above moves both.
+	note := "// note\n"
+	if err := s.ChangeRange(ctx, path, 0, 0, 0, 0, note); err != nil {
+		t.Fatal(err)
+	}
+	s.waitDiagnostics(path, 5, 17)
+
+	acts := s.codeActions(path, 5)
+	for _, title := range []string{"Accept hunk", "Reject hunk", "Accept change (all hunks)", "Reject change", "Preview change"} {
+		if _, ok := acts[title]; !ok {
+			t.Errorf("no %q among the code actions at hunk 1: %v", title, acts)
+		}
+	}
+	if a := acts["Accept hunk"]; a.Kind != "quickfix" || a.Command.Command != "smith.change.apply" || !strings.Contains(string(a.Command.Arguments[0]), `"hunks"`) {
+		t.Errorf("Accept hunk: %+v", a)
+	}
+	s.DeferChanges(true) // as eglot: didChange comes late
+	// Helix: the command without arguments applies the hunk of the last code action.
+	var after daemon.Change
+	if err := s.command("smith.change.apply", nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	hunk1 := note + strings.Replace(calcGo, "total := 0", "sum := 0", 1)
+	if b, _ := s.Buffer(path); b.Text != hunk1 {
+		t.Fatalf("buffer after smith.change.apply without arguments:\n%s", b.Text)
+	}
+	s.waitDiagnostics(path, 17)
+
+	s.codeActions(path, 17)
+	if err := s.command("smith.change.reject", nil, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Hunks[1].Status != daemon.StatusRejected || after.Hunks[0].Status != daemon.StatusApplied {
+		t.Fatalf("after smith.change.reject without arguments at hunk 2: %+v", after.Hunks)
+	}
+	s.waitDiagnostics(path)
+
+	undo, ok := s.codeActions(path, 5)["Undo change"]
+	if !ok {
+		t.Fatal("no Undo change at the applied hunk")
+	}
+	var args any
+	json.Unmarshal(undo.Command.Arguments[0], &args)
+	if err := s.command(undo.Command.Command, args, &after); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Buffer(path); b.Text != note+calcGo {
+		t.Fatalf("buffer after Undo change:\n%s", b.Text)
+	}
+}
+
+// A hunk whose lines the user edited away stays a diagnostic, saying it
+// conflicts and why; a preview for a client that cannot show documents
+// comes as a message; away from any hunk the change-level actions are
+// offered as source actions.
+func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, eglotCaps())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	s.waitDiagnostics(path, 4, 16)
+
+	acts := s.codeActions(path, 10) // padding, no hunk's changed line
+	if _, ok := acts["Accept hunk"]; ok {
+		t.Errorf("Accept hunk offered away from the hunks: %v", acts)
+	}
+	if a, ok := acts["Accept change (all hunks)"]; !ok || a.Kind != "source" || a.Command.Command != "smith.change.apply" {
+		t.Errorf("Accept change (all hunks) away from the hunks: %+v in %v", a, acts)
+	}
+
+	var pv daemon.Preview
+	if err := s.command("smith.change.preview", nil, &pv); err != nil {
+		t.Fatal(err)
+	}
+	s.waitMessage(func(m shownMessage) bool { return strings.Contains(m.Message, "-\ttotal := 0") })
+
+	// The user rewrites hunk 1's line: it no longer applies there.
+	if err := s.ChangeRange(ctx, path, 4, 1, 4, 6, "count"); err != nil {
+		t.Fatal(err)
+	}
+	var conflict string
+	_, err := s.WaitNotification(ctx, editor.MethodPublishDiagnostics, func(p json.RawMessage) bool {
+		var d publishedDiagnostics
+		json.Unmarshal(p, &d)
+		for _, dg := range d.Diagnostics {
+			if strings.Contains(dg.Message, "hunk 1 of 2") && strings.Contains(dg.Message, ": conflict") {
+				conflict = dg.Message
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no conflict diagnostic after editing hunk 1 away: %v", s.Notifications(editor.MethodPublishDiagnostics))
+	}
+	t.Logf("conflict diagnostic: %s", conflict)
+}
+
+// A client that did not announce textDocument.publishDiagnostics (smith's
+// terminal commands, the fake editor's defaults) is sent none.
+func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
+	_, s := serveCalc(t)
+	res := s.mustChat("rename total to sum in calc.go")
+	var after daemon.Change
+	// An apply publishes before it answers (diagnostics.go: decided).
+	if err := s.Call(testCtx(t), editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0], "hunks": []string{"h1"}}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Notifications(editor.MethodPublishDiagnostics)); n != 0 {
+		t.Fatalf("%d publishDiagnostics sent to a client without the capability", n)
+	}
+}
+
+// A plain client that announced window.workDoneProgress follows the turn in
+// $/progress (begin … end), and its end is not repeated as a message.
+func TestPlainClientWithProgress(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	caps := eglotCaps()
+	caps["window"] = map[string]any{"workDoneProgress": true}
+	s := plainServe(t, ws, up, caps)
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, n := range s.Notifications(editor.MethodProgress) {
+		var p struct {
+			Value struct{ Kind, Message string } `json:"value"`
+		}
+		json.Unmarshal(n.Params, &p)
+		kinds = append(kinds, p.Value.Kind)
+	}
+	if len(kinds) < 2 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" {
+		t.Fatalf("$/progress kinds %v, want begin … end", kinds)
+	}
+	for _, n := range s.Notifications("window/showMessage") {
+		if strings.Contains(string(n.Params), "turn completed") {
+			t.Errorf("the turn's end repeated as a message: %s", n.Params)
+		}
 	}
 }

@@ -102,6 +102,7 @@ func (c *client) didOpen(_ context.Context, p *DidOpenTextDocumentParams) (any, 
 		version:    p.TextDocument.Version,
 		text:       []byte(p.TextDocument.Text),
 	}
+	go c.publishDiagnostics(path) // not on the read loop: it reads the engine
 	return nil, nil
 }
 
@@ -138,6 +139,7 @@ func (c *client) revalidate(paths []string) {
 	for _, p := range paths {
 		eng.Revalidate(p)
 	}
+	c.publishDiagnostics(paths...) // the ranges follow the edits (diagnostics.go)
 }
 
 // applyChanges applies content changes to text, each against the result

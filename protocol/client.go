@@ -52,6 +52,14 @@ type ClientConfig struct {
 	// the request on (and bounds the opening of a lifecycle session); 0
 	// means DefaultIdleTimeout, < 0 disables it.
 	IdleTimeout time.Duration
+	// ProgressTimeout ends a turn that emitted no event for this long,
+	// whatever bytes kept arriving (keep-alive comments, a byte at a time);
+	// the time emit blocks does not count. 0 means DefaultProgressTimeout,
+	// < 0 disables it.
+	ProgressTimeout time.Duration
+	// TurnLimit ends a turn that runs longer than this, from the request
+	// on. 0 means DefaultTurnLimit, < 0 disables it.
+	TurnLimit time.Duration
 	// ChatPath is the POST path of a turn; "" means DefaultChatPath.
 	ChatPath string
 	// SessionPath and MessagePath are the lifecycle dialect's session stream
@@ -166,8 +174,14 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, emit func(Event)) (*
 	defer cancel(nil)
 	wd := c.startWatchdog(cancel, c.cfg.ChatPath)
 	defer wd.stop()
+	guard := c.startGuard(wd.url, wd.fire)
+	defer guard.stop()
+	emit = guard.wrap(emit)
 	res, err := c.openStream(reqCtx, http.MethodPost, c.cfg.ChatPath, body)
 	if err != nil {
+		if why := wd.why(); why != nil {
+			err = why
+		}
 		return c.failTurn(ctx, req, emit, err)
 	}
 	defer res.Body.Close()
@@ -191,6 +205,23 @@ func (c *Client) streamOptions(req ChatRequest, h http.Header) StreamOptions {
 		TurnID:       req.TurnID,
 		Header:       h,
 	}
+}
+
+// startGuard starts the turn's progress timeout and turn limit
+// (turnGuard); fail closes the request with the cause.
+func (c *Client) startGuard(url string, fail func(error)) *turnGuard {
+	return newTurnGuard(url, orDefault(c.cfg.ProgressTimeout, DefaultProgressTimeout), orDefault(c.cfg.TurnLimit, DefaultTurnLimit), fail)
+}
+
+// orDefault is d, def for 0, and 0 (off) for a negative d.
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 func (c *Client) idleTimeout() time.Duration {
@@ -360,7 +391,7 @@ func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event)
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
 		return sum, err
 	}
-	if errors.Is(err, ErrIdleTimeout) { // a stall, as during the stream
+	if errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrNoProgress) || errors.Is(err, ErrTurnLimit) { // a stall, as during the stream
 		sum.Outcome = OutcomeInterrupted
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeInterrupted, Reason: err.Error()}})
 		return sum, err
@@ -405,11 +436,15 @@ func errorCode(err error) string {
 // afresh. When it fires it closes the request (cancel) with an
 // *IdleTimeoutError as the cause, and the read error that follows becomes
 // that error. Set r to the body (after calling head) before reading.
+//
+// The turn's guard (turnGuard) closes the request through it too (fire),
+// with its own cause.
 type watchdog struct {
-	r     io.Reader
-	clock *idleClock // nil: disabled
-	fired atomic.Bool
-	cause error
+	r      io.Reader
+	url    string
+	clock  *idleClock // nil: disabled
+	cancel context.CancelCauseFunc
+	fired  atomic.Pointer[error] // why the request was closed, once it was
 }
 
 // startWatchdog starts the configured idle watchdog for a request to path.
@@ -420,16 +455,28 @@ func (c *Client) startWatchdog(cancel context.CancelCauseFunc, path string) *wat
 			u = pu.Redacted()
 		}
 	}
-	wd := &watchdog{}
+	wd := &watchdog{url: u, cancel: cancel}
 	if d := c.idleTimeout(); d > 0 {
-		wd.cause = &IdleTimeoutError{URL: u, Timeout: d.String()}
-		wd.clock = newIdleClock(d, func() {
-			wd.fired.Store(true)
-			cancel(wd.cause)
-		})
+		cause := &IdleTimeoutError{URL: u, Timeout: d.String()}
+		wd.clock = newIdleClock(d, func() { wd.fire(cause) })
 		wd.clock.wait() // for the response head
 	}
 	return wd
+}
+
+// fire closes the request with cause (the first cause wins).
+func (wd *watchdog) fire(cause error) {
+	if wd.fired.CompareAndSwap(nil, &cause) {
+		wd.cancel(cause)
+	}
+}
+
+// why is the cause the request was closed with, or nil.
+func (wd *watchdog) why() error {
+	if p := wd.fired.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // head marks the arrival of the response head.
@@ -440,15 +487,18 @@ func (wd *watchdog) head() {
 }
 
 func (wd *watchdog) Read(p []byte) (int, error) {
-	if wd.clock == nil {
-		return wd.r.Read(p)
+	if wd.clock != nil {
+		wd.clock.wait()
 	}
-	wd.clock.wait()
 	n, err := wd.r.Read(p)
-	wd.clock.done(n > 0)
-	if err != nil && err != io.EOF && wd.fired.Load() {
-		// The watchdog closed the request: say why.
-		return n, wd.cause
+	if wd.clock != nil {
+		wd.clock.done(n > 0)
+	}
+	if err != nil && err != io.EOF {
+		if why := wd.why(); why != nil {
+			// The watchdog or the guard closed the request: say why.
+			return n, why
+		}
 	}
 	return n, err
 }

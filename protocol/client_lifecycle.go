@@ -80,6 +80,11 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 	}
 	aborted := false // a turn abandoned midway keeps running upstream
 	defer func() { s.endTurn(t, aborted) }()
+	// The guard's causes are picked up below (fired); there is no request
+	// of the turn's own to close.
+	guard := c.startGuard(s.url, func(error) {})
+	defer guard.stop()
+	emit = guard.wrap(emit)
 
 	body, err := c.requestBody(req)
 	if err != nil {
@@ -114,12 +119,15 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 		// upstream, so the dialog counts as busy until its message_end.
 		aborted = true
 		return c.failTurn(ctx, req, emit, &IdleTimeoutError{URL: s.url, Timeout: c.idleTimeout().String()})
+	case <-guard.fired:
+		aborted = true
+		return c.failTurn(ctx, req, emit, guard.cause)
 	case <-ctx.Done():
 		s.close(ctx.Err())
 		return c.failTurn(ctx, req, emit, context.Cause(ctx))
 	}
 
-	sum, ended := c.followTurn(ctx, req, s, t, first, emit)
+	sum, ended := c.followTurn(ctx, req, s, t, first, guard, emit)
 	aborted = !ended
 	if ctx.Err() != nil {
 		// Detach first: the pump may be waiting to hand this turn an event.
@@ -133,7 +141,7 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 // followTurn drives the turn's state machine with the events the pump hands
 // over, until the turn's terminal event, the end of the session stream, an
 // idle timeout or ctx. It reports whether the terminal event was seen.
-func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSession, t *lifecycleTurn, first *streamItem, emit func(Event)) (*Summary, bool) {
+func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSession, t *lifecycleTurn, first *streamItem, guard *turnGuard, emit func(Event)) (*Summary, bool) {
 	turn := NewTurn(c.streamOptions(req, nil))
 	if first != nil {
 		turn.Feed(first.ev, emit)
@@ -159,6 +167,8 @@ func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSe
 			}
 		case <-timeout:
 			return turn.Finish(&IdleTimeoutError{URL: s.url, Timeout: c.idleTimeout().String()}, emit), false
+		case <-guard.fired:
+			return turn.Finish(guard.cause, emit), false
 		case <-ctx.Done():
 			return turn.Finish(context.Cause(ctx), emit), false
 		}

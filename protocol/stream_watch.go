@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"sync"
@@ -294,6 +295,12 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 	var err error
 	if s.err != nil || s.last {
 		err = endError(s.err, s.cut, s.inLine, w.max)
+		if s.last && stopped(s.end) {
+			// The client closed the body on purpose (idle watchdog,
+			// progress timeout, turn limit): that is why it ended, also
+			// when the cut fell inside a line.
+			err = s.end
+		}
 	}
 	// The events are not cleared: the next frame overwrites them (a
 	// segment keeps go-sse's strings alive until then).
@@ -303,6 +310,12 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 	default:
 	}
 	return err
+}
+
+// stopped reports whether err is the cause the client gave when it closed
+// a body it was reading on purpose.
+func stopped(err error) bool {
+	return err != nil && (errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrNoProgress) || errors.Is(err, ErrTurnLimit))
 }
 
 // shorten lowers the idle timeout to d (used after the terminal event).

@@ -11,7 +11,8 @@
 // Each command is NAME=PROGRAM ARGS..., separated by a lone "--"; it runs
 // directly (no shell), with standard output to /dev/null unless -stdout-dir
 // names a folder for NAME.out. -setup runs a shell command before every run
-// (outside the measurement), e.g. to restore files an apply changed.
+// (outside the measurement), e.g. to restore files an apply changed; -dir
+// is where the commands and the setup run.
 package main
 
 import (
@@ -38,6 +39,7 @@ func main() {
 	rounds := flag.Int("rounds", 10, "runs of each command")
 	outDir := flag.String("stdout-dir", "", "keep each command's standard output as NAME.out in this folder")
 	setup := flag.String("setup", "", "shell command run before every run, not measured")
+	dir := flag.String("dir", "", "working directory of the commands and of -setup")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: abproc [flags] -- NAME=PROGRAM ARGS... [-- NAME=PROGRAM ARGS...]...")
 		flag.PrintDefaults()
@@ -56,12 +58,14 @@ func main() {
 		for i := range cmds {
 			c := cmds[(i+r)%len(cmds)]
 			if *setup != "" {
-				if out, err := exec.Command("/bin/sh", "-c", *setup).CombinedOutput(); err != nil {
+				sc := exec.Command("/bin/sh", "-c", *setup)
+				sc.Dir = *dir
+				if out, err := sc.CombinedOutput(); err != nil {
 					fmt.Fprintf(os.Stderr, "abproc: setup: %v\n%s", err, out)
 					os.Exit(1)
 				}
 			}
-			if err := c.run(*outDir); err != nil {
+			if err := c.run(*dir, *outDir); err != nil {
 				fmt.Fprintf(os.Stderr, "abproc: %s: %v\n", c.name, err)
 				os.Exit(1)
 			}
@@ -106,8 +110,9 @@ func parseCommands(args []string) ([]*command, error) {
 	return cmds, flush()
 }
 
-func (c *command) run(outDir string) error {
+func (c *command) run(dir, outDir string) error {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	if outDir != "" {
 		f, err := os.Create(filepath.Join(outDir, c.name+".out"))

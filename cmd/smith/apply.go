@@ -76,6 +76,8 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	s, flush := s.buffered()
+	defer flush()
 	root := o.directory
 	if root == "" {
 		wd, err := os.Getwd()

@@ -93,6 +93,10 @@ func writeReport(s *IOStreams, res *applyResult) {
 	}
 	switch res.Result {
 	case "applied":
+		if p.Unchanged(res.ids) {
+			fmt.Fprintln(s.Err, "nothing to write: the chosen hunks change nothing (the files already hold their result)")
+			break
+		}
 		fmt.Fprintf(s.Err, "%s\n", summary(p, res.ids))
 	case "conflict":
 		if !conflicted {

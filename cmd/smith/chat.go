@@ -110,6 +110,11 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		return err
 	}
 	defer eng.Close()
+	if o.dryRun {
+		if err := refuseDryRun(ctx, eng); err != nil {
+			return err
+		}
+	}
 	if lb, ok := eng.(*localBackend); ok {
 		// Nothing of it belongs in the user's terminal.
 		lb.serveOthers(ctx, slog.New(slog.DiscardHandler))
@@ -291,6 +296,34 @@ func (cs *chatSession) changesOf(ctx context.Context, res *daemon.ChatResult) ([
 		}
 	}
 	return out, nil
+}
+
+// refuseDryRun refuses --dry-run, before anything is sent, when the
+// upstream is an AgentSmithy v1/v2 server: it writes files itself while it
+// answers, so "apply nothing" would be a promise smith cannot keep. Its
+// /health says "agentsmithy-server"; smith upstream also says which
+// protocol it serves, and its v0 only proposes changes. A server that does
+// not answer /health (another dialect's) is left to the turn.
+func refuseDryRun(ctx context.Context, eng backend) error {
+	st, err := eng.Status(ctx)
+	if err != nil || len(st.Server) == 0 {
+		return nil
+	}
+	switch st.Dialect {
+	case "", "auto", string(protocol.DialectAgentSmithy):
+	default:
+		return nil
+	}
+	var h struct {
+		Service  string `json:"service"`
+		Protocol string `json:"protocol"`
+	}
+	if json.Unmarshal(st.Server, &h) != nil || h.Service != "agentsmithy-server" || h.Protocol == "v0" {
+		return nil
+	}
+	return usageErrorf("--dry-run cannot keep %s from writing: it is an AgentSmithy server, which writes files itself while it answers, "+
+		"so smith cannot promise to apply nothing; nothing was sent. Run without --dry-run: smith shows what the server wrote, "+
+		"smith session lists its writes and smith session reset gives them up", st.Upstream)
 }
 
 // upstreamExit maps an engine error to the documented exit codes.

@@ -62,7 +62,7 @@ serve.sock, and both editors share one engine with the holder's settings
   smith serve --upstream http://127.0.0.1:8765 --dialect agentsmithy`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for flag, key := range map[string]string{"upstream": "upstream", "dialect": "dialect", "state-dir": "state_dir", "idle-timeout": "idle_timeout"} {
+			for flag, key := range map[string]string{"upstream": "upstream", "dialect": "dialect", "state-dir": "state_dir", "idle-timeout": "idle_timeout", "progress-timeout": "progress_timeout", "turn-limit": "turn_limit"} {
 				if f := cmd.Flags().Lookup(flag); f.Changed {
 					o.settings[key] = f.Value.String()
 				}
@@ -77,6 +77,8 @@ serve.sock, and both editors share one engine with the holder's settings
 	f.StringVar(&o.workspace, "workspace", "", "workspace `directory` (default: the editor's root)")
 	f.StringVar(&stateDir, "state-dir", "", "`directory` for journals and dialog indexes (default $XDG_STATE_HOME/smith)")
 	f.StringVar(&idleTimeout, "idle-timeout", "", "end a turn after this `duration` without a byte from the upstream (default 60s)")
+	f.String("progress-timeout", "", "end a turn after this `duration` without an event; keep-alives are not progress (default 5m)")
+	f.String("turn-limit", "", "end a turn that runs longer than this `duration` (default 1h)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn, error")
 	return cmd
 }
@@ -157,16 +159,18 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 			dialect = ""
 		}
 		cfg := daemon.Config{
-			Workspace:    ws,
-			Upstream:     st.Get("upstream"),
-			Dialect:      protocol.Dialect(dialect),
-			Token:        st.Get("token"),
-			StateDir:     st.Get("state_dir"),
-			IdleTimeout:  st.Duration("idle_timeout"),
-			MaxTurns:     st.Int("max_turns"),
-			MaxMessage:   st.Int("max_message"),
-			MaxEventSize: st.Int("max_event_size"),
-			AutoApply:    st.Bool("auto_apply"),
+			Workspace:       ws,
+			Upstream:        st.Get("upstream"),
+			Dialect:         protocol.Dialect(dialect),
+			Token:           st.Get("token"),
+			StateDir:        st.Get("state_dir"),
+			IdleTimeout:     st.Duration("idle_timeout"),
+			ProgressTimeout: st.Duration("progress_timeout"),
+			TurnLimit:       st.Duration("turn_limit"),
+			MaxTurns:        st.Int("max_turns"),
+			MaxMessage:      st.Int("max_message"),
+			MaxEventSize:    st.Int("max_event_size"),
+			AutoApply:       st.Bool("auto_apply"),
 
 			CheckUpstreamWorkspace: upstreamFound(st),
 		}

@@ -19,6 +19,8 @@ type settingsFlags struct {
 	dialect   string
 	stateDir  string
 	idle      string
+	progress  string
+	turnLimit string
 	autoApply bool
 }
 
@@ -29,6 +31,8 @@ func (f *settingsFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.dialect, "dialect", "", "payload dialect: agentsmithy, rag, textbook, lifecycle, oracle (default: detect)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where smith keeps its journal (default: $XDG_STATE_HOME/smith)")
 	fs.StringVar(&f.idle, "idle-timeout", "", "end a turn after this long without a byte from the upstream (default 60s)")
+	fs.StringVar(&f.progress, "progress-timeout", "", "end a turn after this long without an event; keep-alives are not progress (default 5m)")
+	fs.StringVar(&f.turnLimit, "turn-limit", "", "end a turn that runs longer than this (default 1h)")
 }
 
 // flagValues returns the flags the user actually set, keyed like config.
@@ -43,6 +47,8 @@ func (f *settingsFlags) flagValues(cmd *cobra.Command) map[string]string {
 	set("dialect", "dialect", f.dialect)
 	set("state-dir", "state_dir", f.stateDir)
 	set("idle-timeout", "idle_timeout", f.idle)
+	set("progress-timeout", "progress_timeout", f.progress)
+	set("turn-limit", "turn_limit", f.turnLimit)
 	if fl := cmd.Flags().Lookup("auto-apply"); fl != nil && fl.Changed {
 		m["auto_apply"] = strconv.FormatBool(f.autoApply)
 	}
@@ -81,16 +87,18 @@ func (f *settingsFlags) load(cmd *cobra.Command, s *IOStreams) (*config.Settings
 // engineConfig maps resolved settings onto the engine's configuration.
 func engineConfig(set *config.Settings) daemon.Config {
 	return daemon.Config{
-		Workspace:    set.Workspace,
-		Upstream:     set.Get("upstream"),
-		Dialect:      protocol.Dialect(dialectSetting(set.Get("dialect"))),
-		Token:        set.Get("token"),
-		StateDir:     set.Get("state_dir"),
-		MaxTurns:     set.Int("max_turns"),
-		MaxMessage:   set.Int("max_message"),
-		IdleTimeout:  set.Duration("idle_timeout"),
-		MaxEventSize: set.Int("max_event_size"),
-		AutoApply:    set.Bool("auto_apply"),
+		Workspace:       set.Workspace,
+		Upstream:        set.Get("upstream"),
+		Dialect:         protocol.Dialect(dialectSetting(set.Get("dialect"))),
+		Token:           set.Get("token"),
+		StateDir:        set.Get("state_dir"),
+		MaxTurns:        set.Int("max_turns"),
+		MaxMessage:      set.Int("max_message"),
+		IdleTimeout:     set.Duration("idle_timeout"),
+		ProgressTimeout: set.Duration("progress_timeout"),
+		TurnLimit:       set.Duration("turn_limit"),
+		MaxEventSize:    set.Int("max_event_size"),
+		AutoApply:       set.Bool("auto_apply"),
 
 		CheckUpstreamWorkspace: upstreamFound(set),
 	}

@@ -44,9 +44,11 @@ var faultDocs = []FaultDoc{
 	{"huge-event[=MiB]", "send one text delta of MiB mebibytes (default 17, above smith's 16 MiB event limit) after the first event"},
 	{"invalid-json", "send one event whose data is not valid JSON after the first event, then go on"},
 	{"no-done", "send every event except the terminal one (done, message_end, ...), then end the body"},
+	{"pings-only[=SECONDS]", "after the first event, send nothing but keep-alive comments, one every SECONDS (default 1), until the client goes away"},
+	{"drip[=SECONDS]", "after the first event, send the rest of the turn one byte at a time, one every SECONDS (default 0.5)"},
 }
 
-var faultNames = []string{"cut-mid-event", "stall", "http-500", "http-429", "status", "not-sse", "huge-event", "invalid-json", "no-done"}
+var faultNames = []string{"cut-mid-event", "stall", "http-500", "http-429", "status", "not-sse", "huge-event", "invalid-json", "no-done", "pings-only", "drip"}
 
 // ParseFaults parses a comma-separated list such as "stall=2,no-done".
 func ParseFaults(spec string) ([]Fault, error) {
@@ -77,7 +79,7 @@ func (f Fault) validate() error {
 		return nil
 	}
 	switch f.Name {
-	case "cut-mid-event", "stall", "huge-event", "status":
+	case "cut-mid-event", "stall", "huge-event", "status", "pings-only", "drip":
 		n, err := strconv.ParseFloat(f.Arg, 64)
 		if err != nil || n < 0 || (f.Name == "status" && (n < 100 || n > 599)) {
 			return fmt.Errorf("fault %s: bad argument %q", f.Name, f.Arg)
@@ -151,6 +153,20 @@ func applyFaults(ops []op, faults []Fault, fr framing, text func(string) []byte)
 		case "stall":
 			d := time.Duration(f.num(5) * float64(time.Second))
 			ops = insertAfterFirstFrame(ops, op{stall: d})
+		case "pings-only":
+			d := time.Duration(f.num(1) * float64(time.Second))
+			ops = insertAfterFirstFrame(ops, op{pings: d, frame: fr.comment("ping")})
+		case "drip":
+			d := time.Duration(f.num(0.5) * float64(time.Second))
+			first := true
+			for i := range ops {
+				if ops[i].isFrame() && !first {
+					ops[i].drip = d
+				}
+				if ops[i].isFrame() {
+					first = false
+				}
+			}
 		}
 	}
 	for _, f := range faults {

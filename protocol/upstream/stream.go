@@ -60,6 +60,8 @@ type op struct {
 	delta    bool          // a text or reasoning delta, paced by Options.DeltaDelay
 	terminal bool          // the event that ends the turn (dropped by the no-done fault)
 	stall    time.Duration // hold the stream silent (no pings either) this long
+	pings    time.Duration // pings-only: write frame (a comment) every pings until ctx ends; nothing after
+	drip     time.Duration // drip: write the frame one byte at a time, one every drip
 	record   func()        // record into the dialog's history once the frame is out
 }
 
@@ -182,6 +184,29 @@ func play(ctx context.Context, s *sink, ops []op, delay time.Duration) error {
 		}
 		if o.delta && delay > 0 {
 			sleep(ctx, delay)
+		}
+		if o.pings > 0 {
+			for ctx.Err() == nil {
+				if err := s.write(frame); err != nil {
+					return err
+				}
+				sleep(ctx, o.pings)
+			}
+			return ctx.Err()
+		}
+		if o.drip > 0 {
+			for i := range frame {
+				if err := s.write(frame[i : i+1]); err != nil {
+					return err
+				}
+				if sleep(ctx, o.drip); ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+			if o.record != nil {
+				o.record()
+			}
+			continue
 		}
 		if err := s.write(frame); err != nil {
 			return err

@@ -100,11 +100,77 @@ against URL. Returns the buffer."
   "Shut down BUF's server and kill BUF (unsaved edits dropped)."
   (with-current-buffer buf
     (when-let ((server (eglot-current-server)))
+      ;; Kept for run.sh to show when a test failed.
+      (when-let ((out (getenv "SMITH_TEST_EVENTS")))
+        (with-current-buffer (jsonrpc-events-buffer server)
+          (write-region (point-min) (point-max) out t 'silent)))
       (eglot-shutdown server))
     (set-buffer-modified-p nil))
   (kill-buffer buf))
 
+;;; Review through diagnostics and code actions
+
+(defun smith-test--diagnostics ()
+  "smith's flymake diagnostics in the current buffer, in buffer order."
+  (sort (cl-remove-if-not (lambda (d) (string-prefix-p "smith" (flymake-diagnostic-text d)))
+                          (flymake-diagnostics))
+        (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
+
+(defun smith-test--wait-diagnostics (n)
+  "Wait until the buffer has N smith diagnostics; return them."
+  (smith-test--wait (format "%d smith diagnostics in flymake" n)
+                    (lambda () (let ((ds (smith-test--diagnostics)))
+                                 (and (= (length ds) n) (or ds t))))))
+
+(defun smith-test--titles ()
+  "Titles of the code actions eglot gets at point."
+  (mapcar (lambda (a) (plist-get a :title)) (eglot-code-actions (point) (point))))
+
+(defun smith-test--choose (title)
+  "Pick TITLE in eglot's code-action menu at point, as a user would."
+  (let ((last-nonmenu-event ?\r)) ; invoked from the keyboard, not a mouse menu
+    (cl-letf (((symbol-function 'completing-read)
+               (lambda (_prompt collection &rest _)
+                 (unless (assoc title collection)
+                   (smith-test--fail "no %S among the code actions %S" title (mapcar #'car collection)))
+                 title)))
+      (eglot-code-actions (point) (point) nil t))))
+
 ;;; Tests
+
+(smith-test "a rename reviewed with flymake diagnostics and eglot code actions"
+  (let* ((before (smith-test--calc "total"))
+         (hunk1 (replace-regexp-in-string "total := 0" "sum := 0" before t t))
+         (buf (smith-test--visit smith-test-ws smith-test-url "calc.go" before)))
+    (unwind-protect
+        (with-current-buffer buf
+          (smith-test--chat buf "rename total to sum in calc.go")
+          (let ((diags (smith-test--wait-diagnostics 2)))
+            (smith-test--eq (mapcar (lambda (d) (line-number-at-pos (flymake-diagnostic-beg d))) diags)
+                            '(5 17) "lines of the diagnostics")
+            (unless (string-match-p "hunk 1 of 2" (flymake-diagnostic-text (car diags)))
+              (smith-test--fail "diagnostic of hunk 1: %S" (flymake-diagnostic-text (car diags))))
+            ;; Hunk 1: eglot lists "Accept hunk" there, and choosing it edits the buffer.
+            (goto-char (flymake-diagnostic-beg (car diags)))
+            (let ((titles (smith-test--titles)))
+              (dolist (want '("Accept hunk" "Reject hunk" "Accept change (all hunks)" "Reject change" "Preview change"))
+                (unless (member want titles)
+                  (smith-test--fail "%S not among the code actions at hunk 1: %S" want titles))))
+            (smith-test--choose "Accept hunk")
+            (smith-test--wait "hunk 1 in the buffer" (lambda () (equal (smith-test--text) hunk1))))
+          ;; Hunk 2: rejected; the buffer keeps its line and the diagnostics go.
+          (let ((diags (smith-test--wait-diagnostics 1)))
+            (goto-char (flymake-diagnostic-beg (car diags)))
+            (smith-test--eq (line-number-at-pos) 17 "line of hunk 2's diagnostic")
+            (smith-test--choose "Reject hunk")
+            (smith-test--wait-diagnostics 0)
+            (smith-test--eq (smith-test--text) hunk1 "buffer after rejecting hunk 2"))
+          ;; Undo at the applied hunk restores the text.
+          (goto-char (point-min))
+          (forward-line 4)
+          (smith-test--choose "Undo change")
+          (smith-test--wait "the original text after undo" (lambda () (equal (smith-test--text) before))))
+      (smith-test--stop buf))))
 
 (smith-test "a file the v2 upstream writes updates the open buffer"
   (let* ((before (smith-test--calc "total"))
@@ -161,18 +227,9 @@ against URL. Returns the buffer."
           (error
            (setq failed (1+ failed))
            (princ (format "not ok - %s\n# %s\n" (car test)
-                          (replace-regexp-in-string "\n" "\n# " (error-message-string err))))
-           (smith-test--dump-events)))))
+                          (replace-regexp-in-string "\n" "\n# " (error-message-string err))))))))
     (with-temp-file (getenv "SMITH_TEST_OUT")
       (insert (format "%d %d\n" passed failed)))
     (kill-emacs (if (= failed 0) 0 1))))
-
-(defun smith-test--dump-events ()
-  "Append eglot's events buffers to $SMITH_TEST_EVENTS."
-  (when-let ((out (getenv "SMITH_TEST_EVENTS")))
-    (dolist (b (buffer-list))
-      (when (string-match-p "EGLOT .* events" (buffer-name b))
-        (with-current-buffer b
-          (append-to-file (point-min) (point-max) out))))))
 
 ;;; eglot-test.el ends here
