@@ -55,7 +55,7 @@ rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
     v, rnd, name = f[0], f[1], re.sub(r"-\d+$", "", f[2])
-    metrics = {f[k + 1]: float(f[k]) for k in range(5, len(f) - 1, 2)}
+    metrics = {f[k + 1]: float(f[k]) for k in range(6, len(f) - 1, 2)}
     rows.setdefault((v, name), []).append((rnd, metrics))
 def med(v, name, m):
     xs = [r[1][m] for r in rows.get((v, name), []) if m in r[1]]
