@@ -92,5 +92,5 @@ for v in base work; do
 	[ "$v" = base ] && dir=$tmp/base/editor
 	(cd "$dir" && "$tmp/$v.test" -test.run '^$' -test.bench 'ServeInProcess$' -test.benchtime 1x -test.cpuprofile "$tmp/$v.cpu") | grep '^Benchmark' | sed "s/^/$v /"
 	echo "# $v: CPU profile of the server's path (focus client.chat), top 5 by own time"
-	go tool pprof -top -focus 'client\)\.chat' "$tmp/$v.test" "$tmp/$v.cpu" 2>/dev/null | sed -n '/flat  flat%/,$p' | sed -n '1,6p'
+	go tool pprof -top -focus 'client\)\.chat' "$tmp/$v.test" "$tmp/$v.cpu" 2>/dev/null | sed -n '/^Showing nodes/p;/flat  flat%/,+5p'
 done
