@@ -2,12 +2,12 @@ package editor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -92,7 +92,7 @@ func (c *client) chatContext(cc *ChatContext) *protocol.ChatContext {
 	text := []byte(nil)
 	if doc, ok := c.docs.get(path); ok {
 		cf.Language, text = doc.languageID, doc.seen()
-	} else if b, err := os.ReadFile(path); err == nil {
+	} else if b, err := diffapply.ReadRegularFile(path); err == nil { // a FIFO must not hang the turn
 		text = b
 	}
 	cf.Content = string(text)

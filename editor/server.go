@@ -256,6 +256,7 @@ type clientCaps struct {
 	resourceOps      map[string]bool
 	workDoneProgress bool
 	showDocument     bool
+	diagnostics      bool // textDocument.publishDiagnostics
 }
 
 // session returns the engine and peer, or an error before initialize.

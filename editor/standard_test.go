@@ -385,3 +385,103 @@ func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 		t.Fatalf("buffer after Undo change:\n%s", b.Text)
 	}
 }
+
+// A hunk whose lines the user edited away stays a diagnostic, saying it
+// conflicts and why; a preview for a client that cannot show documents
+// comes as a message; away from any hunk the change-level actions are
+// offered as source actions.
+func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	s := plainServe(t, ws, up, eglotCaps())
+	ctx := testCtx(t)
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		t.Fatal(err)
+	}
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	s.waitDiagnostics(path, 4, 16)
+
+	acts := s.codeActions(path, 10) // padding, no hunk's changed line
+	if _, ok := acts["Accept hunk"]; ok {
+		t.Errorf("Accept hunk offered away from the hunks: %v", acts)
+	}
+	if a, ok := acts["Accept change (all hunks)"]; !ok || a.Kind != "source" || a.Command.Command != "smith.change.apply" {
+		t.Errorf("Accept change (all hunks) away from the hunks: %+v in %v", a, acts)
+	}
+
+	var pv daemon.Preview
+	if err := s.command("smith.change.preview", nil, &pv); err != nil {
+		t.Fatal(err)
+	}
+	s.waitMessage(func(m shownMessage) bool { return strings.Contains(m.Message, "-\ttotal := 0") })
+
+	// The user rewrites hunk 1's line: it no longer applies there.
+	if err := s.ChangeRange(ctx, path, 4, 1, 4, 6, "count"); err != nil {
+		t.Fatal(err)
+	}
+	var conflict string
+	_, err := s.WaitNotification(ctx, editor.MethodPublishDiagnostics, func(p json.RawMessage) bool {
+		var d publishedDiagnostics
+		json.Unmarshal(p, &d)
+		for _, dg := range d.Diagnostics {
+			if strings.Contains(dg.Message, "hunk 1 of 2") && strings.Contains(dg.Message, ": conflict") {
+				conflict = dg.Message
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no conflict diagnostic after editing hunk 1 away: %v", s.Notifications(editor.MethodPublishDiagnostics))
+	}
+	t.Logf("conflict diagnostic: %s", conflict)
+}
+
+// A client that did not announce textDocument.publishDiagnostics (smith's
+// terminal commands, the fake editor's defaults) is sent none.
+func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
+	_, s := serveCalc(t)
+	res := s.mustChat("rename total to sum in calc.go")
+	var after daemon.Change
+	// An apply publishes before it answers (diagnostics.go: decided).
+	if err := s.Call(testCtx(t), editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0], "hunks": []string{"h1"}}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Notifications(editor.MethodPublishDiagnostics)); n != 0 {
+		t.Fatalf("%d publishDiagnostics sent to a client without the capability", n)
+	}
+}
+
+// A plain client that announced window.workDoneProgress follows the turn in
+// $/progress (begin … end), and its end is not repeated as a message.
+func TestPlainClientWithProgress(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	caps := eglotCaps()
+	caps["window"] = map[string]any{"workDoneProgress": true}
+	s := plainServe(t, ws, up, caps)
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, n := range s.Notifications(editor.MethodProgress) {
+		var p struct {
+			Value struct{ Kind, Message string } `json:"value"`
+		}
+		json.Unmarshal(n.Params, &p)
+		kinds = append(kinds, p.Value.Kind)
+	}
+	if len(kinds) < 2 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" {
+		t.Fatalf("$/progress kinds %v, want begin … end", kinds)
+	}
+	for _, n := range s.Notifications("window/showMessage") {
+		if strings.Contains(string(n.Params), "turn completed") {
+			t.Errorf("the turn's end repeated as a message: %s", n.Params)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+// One end-to-end run in a real VS Code workbench: code-server 4.139.1 (VS Code 1.139.1) with the
+// packaged .vsix installed, opened in headless Chromium, the extension starting a real
+// `smith serve` against a real `smith upstream` (AgentSmithy v0: the agent proposes, the user
+// decides). It types in the chat view, opens the change from the Changes tree in the native
+// diff editor, accepts hunk 1 and rejects hunk 2 with the CodeLenses, saves, and undoes.
+//
+// Needs: code-server in its cache (install-code-server.sh, run by this test when missing),
+// /usr/bin/chromium, out/smith.vsix (npm run package), $SMITH_BIN or bin/smith.
+// SMITH_SCREENSHOTS=DIR writes the screenshots there (scripts/screenshots.sh: docs/).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { chromium, type Frame, type Page } from 'playwright-core';
+import { smithBin, startUpstream, workspace, until, MAIN_GO } from '../shared/smith';
+
+const root = path.resolve(__dirname, '../../..');
+const vsix = path.join(root, 'out', 'smith.vsix');
+const shots = process.env.SMITH_SCREENSHOTS || fs.mkdtempSync(path.join(os.tmpdir(), 'smith-vscode-shots-'));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Lines of the visible text editor (or the modified side of a diff), as Monaco renders them. */
+async function editorText(page: Page, selector: string): Promise<string> {
+  return page.evaluate((sel) => {
+    const lines = [...document.querySelectorAll(`${sel} .view-lines .view-line`)] as HTMLElement[];
+    // Monaco positions lines absolutely; order them by their top.
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return lines.map((l) => l.textContent!.replace(/\u00a0/g, ' ')).join('\n');
+  }, selector);
+}
+
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await page.keyboard.press('Enter');
+  await input.waitFor({ state: 'hidden' });
+}
+
+async function chatFrame(page: Page): Promise<Frame> {
+  for (let i = 0; i < 300; i++) {
+    for (const f of page.frames()) {
+      if (await f.locator('#input').count().catch(() => 0)) return f;
+    }
+    await page.waitForTimeout(100);
+  }
+  throw new Error('the chat view did not load');
+}
+
+test('code-server: chat, per-hunk review in the native diff editor, save, undo', { timeout: 240_000 }, async () => {
+  assert.ok(fs.existsSync(vsix), `${vsix} is missing: run "npm run package" first`);
+  assert.ok(fs.existsSync('/usr/bin/chromium'), '/usr/bin/chromium is missing: apt-get install chromium');
+  const install = path.join(root, 'test', 'e2e', 'install-code-server.sh');
+  const csDir = execFileSync('bash', [install], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop()!;
+  const codeServer = path.join(csDir, 'bin', 'code-server');
+
+  const ws = workspace();
+  const file = path.join(ws.dir, 'main.go');
+  const up = await startUpstream(ws.dir, ['--protocol', 'v0']);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'smith-code-server-'));
+  const userData = path.join(profile, 'data');
+  const extDir = path.join(profile, 'extensions');
+  fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
+  fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify({
+    // The test profile: no built-in AI or chat, nothing that phones home or pops up.
+    'chat.disableAIFeatures': true,
+    'chat.commandCenter.enabled': false,
+    'chat.agent.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'extensions.ignoreRecommendations': true,
+    'update.mode': 'none',
+    'git.enabled': false,
+    'editor.codeLens': true,
+    'diffEditor.renderSideBySide': true,
+    'diffEditor.useInlineViewWhenSpaceIsLimited': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'workbench.auxiliaryBar.defaultVisibility': 'hidden',
+    'smith.path': smithBin(),
+    'smith.upstream': up.url,
+    'smith.applyMode': 'review',
+  }, null, 2));
+  execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extDir, '--install-extension', vsix], { stdio: 'inherit' });
+
+  const port = await freePort();
+  let csLog = '';
+  const cs: ChildProcess = spawn(codeServer, [
+    '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', userData, '--extensions-dir', extDir,
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', ws.dir,
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  cs.stdout!.on('data', (d) => { csLog += d; });
+  cs.stderr!.on('data', (d) => { csLog += d; });
+  let keep = false;
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
+  try {
+    await until('code-server listening', () => /HTTP server listening/.test(csLog), 60_000);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws.dir)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+
+    // Open main.go, then the chat view.
+    await page.keyboard.press('Control+P');
+    await page.locator('.quick-input-widget input').fill('main.go');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'main.go' }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('.editor-instance .monaco-editor .view-lines', { hasText: 'func total' }).waitFor();
+    await runCommand(page, 'Smith: Chat');
+    const chat = await chatFrame(page);
+    await chat.locator('#context-chip', { hasText: '@main.go' }).waitFor({ timeout: 30_000 });
+
+    // Send the request with Enter, as a user would; the answer streams in.
+    await chat.locator('#input').fill('rename total to subtotal in main.go');
+    await chat.locator('#input').press('Enter');
+    await chat.locator('.message.user', { hasText: 'rename total to subtotal' }).waitFor();
+    await chat.locator('.message.assistant .change', { hasText: 'main.go' }).waitFor({ timeout: 60_000 });
+    await chat.locator('#busy').waitFor({ state: 'hidden', timeout: 60_000 });
+    const answer = await chat.locator('.message.assistant .markdown').last().innerText();
+    assert.match(answer, /subtotal/);
+    await page.screenshot({ path: path.join(shots, 'chat.png') });
+
+    // The Changes tree lists the pending change; it opens the native diff editor.
+    const item = page.locator('.pane', { hasText: 'Changes' }).locator('.monaco-list-row', { hasText: 'main.go' }).first();
+    await item.waitFor({ timeout: 30_000 });
+    await item.click();
+    const diff = page.locator('.monaco-diff-editor').first();
+    await diff.waitFor({ timeout: 30_000 });
+    const accept1 = page.locator('.codelens-decoration a', { hasText: 'Accept hunk 1/2' });
+    await accept1.waitFor({ timeout: 30_000 });
+    await page.locator('.codelens-decoration a', { hasText: 'Reject hunk 2/2' }).waitFor();
+    await page.screenshot({ path: path.join(shots, 'diff-review.png') });
+
+    // Accept hunk 1: the edit lands in the open buffer, not on disk.
+    await accept1.click();
+    await accept1.waitFor({ state: 'detached', timeout: 30_000 });
+    const reject2 = page.locator('.codelens-decoration a', { hasText: 'Reject hunk 2/2' });
+    await reject2.waitFor();
+    assert.equal(fs.readFileSync(file, 'utf8'), MAIN_GO, 'accepting edits the buffer; the disk waits for a save');
+    await page.screenshot({ path: path.join(shots, 'diff-hunk1-accepted.png') });
+    await reject2.click();
+    await reject2.waitFor({ state: 'detached', timeout: 30_000 });
+
+    await runCommand(page, 'File: Save All');
+    const want = MAIN_GO.replace('total(basket))', 'subtotal(basket))').replace('withTax(total(', 'withTax(subtotal(');
+    await until('main.go saved with hunk 1 only', () => fs.readFileSync(file, 'utf8') === want, 15_000);
+
+    // The editor shows the same text (the diff closed, main.go alone in the editor).
+    await runCommand(page, 'View: Close All Editors');
+    await page.locator('.monaco-diff-editor').waitFor({ state: 'detached' });
+    await page.keyboard.press('Control+P');
+    await page.locator('.quick-input-widget input').fill('main.go');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'main.go' }).first().waitFor();
+    await page.keyboard.press('Enter');
+    const editor = '.editor-group-container.active .editor-instance .monaco-editor';
+    await until('the editor shows hunk 1 applied', async () => {
+      const t = await editorText(page, editor);
+      return t.includes('fmt.Printf("subtotal: %.2f\\n", subtotal(basket))') && t.includes('func total(items []item) float64');
+    });
+
+    // Undo the change: the buffer goes back to the original text.
+    await runCommand(page, 'Smith: Undo last change');
+    await until('the editor shows the original text again', async () => {
+      const t = await editorText(page, editor);
+      return t.includes('fmt.Printf("subtotal: %.2f\\n", total(basket))') && !t.includes('subtotal(basket)');
+    });
+    await runCommand(page, 'File: Save All');
+    await until('main.go saved back to the original', () => fs.readFileSync(file, 'utf8') === MAIN_GO, 15_000);
+    await page.screenshot({ path: path.join(shots, 'after-undo.png') });
+
+    for (const f of ['chat.png', 'diff-review.png']) {
+      assert.ok(fs.statSync(path.join(shots, f)).size > 20_000, `${f} has content`);
+    }
+  } catch (err) {
+    for (const p of browser.contexts().flatMap((c) => c.pages())) {
+      await p.screenshot({ path: path.join(shots, 'failure.png') }).catch(() => undefined);
+    }
+    console.error(`code-server log:\n${csLog.slice(-4000)}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
+    keep = true;
+    throw err;
+  } finally {
+    await browser.close();
+    cs.kill('SIGTERM');
+    await up.stop();
+    ws.cleanup();
+    if (!keep) fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
