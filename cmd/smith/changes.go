@@ -49,7 +49,7 @@ the match level of each hunk.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	cmd.Flags().StringVar(&filter.Status, "status", "", "only changes with this status")
 	cmd.Flags().StringVarP(&filter.DialogID, "dialog", "d", "", "only changes of this dialog")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -96,7 +96,7 @@ changed since, so nothing you wrote afterwards is lost.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	return cmd
 }
 
