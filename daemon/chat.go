@@ -317,7 +317,10 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 	}
 	view := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: view})
-	if view != nil && view.Status == StatusAppliedUpstream {
+	e.mu.Lock()
+	upstream := c.Status == StatusAppliedUpstream
+	e.mu.Unlock()
+	if upstream {
 		e.notifyAll(Notification{Kind: NoteFileChanged, Path: c.Abs})
 	}
 	if e.cfg.AutoApply && view != nil && view.Status == StatusPending {
