@@ -2,13 +2,14 @@
 GO ?= go
 NVIM_TESTS := extensions/nvim/test/run.sh
 EMACS_TESTS := test/emacs/run.sh
+ACP_NODE := acp/testdata/node
 VSCODE_DIR := extensions/vscode
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test vet lint gotest nvimtest emacstest vscodetest build install bench fuzz
+.PHONY: test vet lint gotest nvimtest emacstest vscodetest acptest build install bench fuzz
 
-test: vet lint gotest nvimtest emacstest vscodetest
+test: vet lint gotest nvimtest emacstest vscodetest acptest
 
 vet:
 	$(GO) vet ./...
@@ -38,6 +39,12 @@ vscodetest: build
 	cd $(VSCODE_DIR) && { [ -d node_modules ] || npm ci --no-audit --no-fund; } \
 		&& npx tsc --noEmit -p . && npm run --silent package && node esbuild.mjs \
 		&& SMITH_BIN=$(CURDIR)/bin/smith node --test out/test/node/ out/test/webview/ out/test/e2e/
+
+# smith acp against a second, independent ACP client: the official TypeScript
+# SDK (pinned by the lockfile; npm ci installs exactly it). The Go SDK's client
+# drives it in gotest (go test ./acp). .ci/run installs Node and npm when missing.
+acptest: build
+	cd $(ACP_NODE) && npm ci --no-audit --no-fund --loglevel=error && SMITH_BIN=$(CURDIR)/bin/smith node test.mjs
 
 # Static (no cgo): smith needs nothing from C, and starts ~1 ms sooner without
 # the dynamic loader (docs/benchmarks.md, "Where smith's time goes").

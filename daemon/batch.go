@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // A batch is a set of file writes that happen together or not at all:
@@ -377,9 +378,16 @@ func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, e
 		c := e.changes[r.ChangeID]
 		r.State = undoUndone
 		for j := range c.Hunks {
-			if s, ok := r.Prev[c.Hunks[j].ID]; ok {
-				c.Hunks[j].Status = s
+			s, ok := r.Prev[c.Hunks[j].ID]
+			if !ok {
+				continue
 			}
+			// A hunk this apply wrote is undone, not pending: a later
+			// re-validation must not offer it for review again.
+			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
+				s = StatusUndone
+			}
+			c.Hunks[j].Status = s
 		}
 		if r.Path == c.source() {
 			c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
@@ -424,13 +432,22 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 	} else if rec != nil {
 		recs = []*undoRecord{rec}
 	}
-	_, known := e.changes[changeID]
+	c, known := e.changes[changeID]
+	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
+	var path string
+	if known {
+		path = c.Path
+	}
 	e.mu.Unlock()
 	switch {
 	case len(recs) > 0:
 		return recs, nil
 	case changeID != "" && !known:
 		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, changeID)
+	case upstream:
+		// The fronts say what can be done instead (reject its hunks, or
+		// the upstream's own session reset or restore).
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
 	case changeID != "":
 		return nil, fmt.Errorf("nothing to undo for change %s: smith has not written it", changeID)
 	}
@@ -444,4 +461,37 @@ func (e *Engine) newUndoGroup() int {
 	g := e.st.NextUndo
 	e.st.NextUndo++
 	return g
+}
+
+// ApplyPatch records changes that did not come from a turn (the files of
+// a diff given to `smith apply`) and applies them together, exactly like
+// ApplyChanges: all or none, journalled as one undo group, so that Undo("")
+// takes the whole patch back. When they cannot all be applied, nothing is
+// written and the recorded changes are rejected, with the error returned.
+func (e *Engine) ApplyPatch(ctx context.Context, p *Peer, dialogID string, chs []protocol.Change) ([]Change, error) {
+	if len(chs) == 0 {
+		return nil, errors.New("no change to apply")
+	}
+	var ids []string
+	giveUp := func() {
+		for _, id := range ids {
+			if _, err := e.Reject(ctx, p, id, nil); err != nil {
+				e.log.Warn("reject a change of a patch that was not applied", "change", id, "err", err)
+			}
+		}
+	}
+	for _, ch := range chs {
+		c, err := e.Propose(p, dialogID, ch)
+		if err != nil {
+			giveUp()
+			return nil, err
+		}
+		ids = append(ids, c.ID)
+	}
+	out, err := e.ApplyChanges(ctx, p, ids)
+	if err != nil {
+		giveUp()
+		return nil, err
+	}
+	return out, nil
 }

@@ -139,9 +139,20 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 // base hash. Hunks already applied or rejected keep their status. Called
 // without e.mu for a new record, with it held by no one else for an old one
 // (see revalidate).
+//
+// An undone change stays undone (its hunks keep that status): it is
+// re-planned only so that an Apply on purpose starts from the text now,
+// and a plan that fails just says so in its reason.
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	c.BaseHash = contentHash(text, exists)
 	fp, err := e.planChange(c, text, exists)
+	if c.Status == StatusUndone {
+		c.Reason = ""
+		if err != nil {
+			c.Reason = fmt.Sprintf("%s: no longer applies: %v", c.Path, err)
+		}
+		return
+	}
 	if err != nil && e.holdsResult(c, text, exists) {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
@@ -307,12 +318,15 @@ func (e *Engine) view(id string) *Change {
 	return &v
 }
 
-// Changes lists change proposals, oldest first.
+// Changes lists change proposals, oldest first, as they are now: a written
+// change whose file no longer holds it (reset, edited) is listed stale,
+// whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(f ChangeFilter) []Change {
 	e.mu.Lock()
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
-		if (f.DialogID == "" || c.DialogID == f.DialogID) && (f.Status == "" || c.Status == f.Status) && (f.TurnID == "" || c.TurnID == f.TurnID) {
+		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))
+		if (f.DialogID == "" || c.DialogID == f.DialogID) && maybe && (f.TurnID == "" || c.TurnID == f.TurnID) {
 			snaps = append(snaps, c.snapshot())
 		}
 	}
@@ -322,7 +336,9 @@ func (e *Engine) Changes(f ChangeFilter) []Change {
 		v := snaps[i].Change
 		v.Hunks = slices.Clone(snaps[i].Hunks)
 		e.present(nil, &snaps[i], &v)
-		out = append(out, v)
+		if f.Status == "" || v.Status == f.Status {
+			out = append(out, v)
+		}
 	}
 	return out
 }

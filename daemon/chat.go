@@ -203,8 +203,11 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 			e.learnDialog(t, ev.DialogID)
 			res.DialogID = ev.DialogID
 		case local && ev.DialogID != "" && ev.DialogID != upstreamID:
+			// The server named the dialog: that name is the dialog's.
 			upstreamID = ev.DialogID
-			e.learnUpstreamID(t.dialog, upstreamID)
+			if e.adoptServerID(t, upstreamID) {
+				res.DialogID = t.dialog
+			}
 		case local:
 			if id := contextID(ev); id != "" && id != upstreamID {
 				upstreamID = id
@@ -314,7 +317,10 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 	}
 	view := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: view})
-	if view != nil && view.Status == StatusAppliedUpstream {
+	e.mu.Lock()
+	upstream := c.Status == StatusAppliedUpstream
+	e.mu.Unlock()
+	if upstream {
 		e.notifyAll(Notification{Kind: NoteFileChanged, Path: c.Abs})
 	}
 	if e.cfg.AutoApply && view != nil && view.Status == StatusPending {

@@ -200,8 +200,12 @@ func TestUndoAfterRestart(t *testing.T) {
 	f.e = f.open()
 	p = f.e.Attach(nil)
 	applied := f.e.Changes(ChangeFilter{Status: StatusApplied})
-	if len(applied) != 2 || applied[0].ID != c.ID || applied[1].ID != c2.ID {
+	if len(applied) != 1 || applied[0].ID != c.ID {
 		t.Fatalf("after restart the applied changes are %+v", applied)
+	}
+	// b.txt no longer holds c2: it is listed stale, not applied.
+	if stale := f.e.Changes(ChangeFilter{Status: StatusStale}); len(stale) != 1 || stale[0].ID != c2.ID {
+		t.Fatalf("after restart the stale changes are %+v", stale)
 	}
 	got, err := f.e.Undo(context.Background(), p, c.ID)
 	if err != nil {

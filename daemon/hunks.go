@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // This file places a change's hunks in the text the user sees now: their
@@ -22,6 +24,9 @@ func written(status string) bool {
 // the hunks not written yet, backward for those written.
 type placement struct {
 	fwd, rev *diffapply.File // nil when that plan failed or was not needed
+	// lost: a written hunk that rev does not find is gone from the text.
+	// False for a rename, whose written text smith does not look for.
+	lost bool
 }
 
 // place plans c against text in the directions its hunks need.
@@ -30,21 +35,9 @@ func (e *Engine) place(c *changeRecord, text []byte, exists bool) placement {
 	if c.Diff == "" || c.Abs == "" {
 		return pl
 	}
-	needFwd, needRev := false, false
-	for _, h := range c.Hunks {
-		if written(h.Status) {
-			needRev = true
-		} else {
-			needFwd = true
-		}
-	}
-	if len(c.Hunks) == 0 {
-		needFwd = true
-	}
-	if needFwd {
-		pl.fwd, _ = e.planFile(c, text, exists, false)
-	}
-	if needRev && c.OldAbs == "" {
+	pl.fwd, _ = e.planFile(c, text, exists, false)
+	if c.OldAbs == "" && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return written(h.Status) }) {
+		pl.lost = c.Kind != protocol.ChangeDelete // for a deletion the disk decides (holds)
 		if f, err := e.planFile(c, text, exists, true); err == nil && f.Conflict == nil {
 			pl.rev = f
 		}
@@ -147,7 +140,8 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 		h := &hunks[i]
 		h.OldStart, h.OldLines, h.NewStart, h.NewLines, h.Text, h.Reason = 0, 0, 0, 0, "", ""
 		if written(h.Status) {
-			if rh := hunkAt(pl.rev, h.ID); rh != nil && rh.OK() {
+			rh := hunkAt(pl.rev, h.ID)
+			if rh != nil && rh.OK() {
 				body := forwardBody(rh.Body)
 				h.OldLines, h.NewLines = sides(body)
 				newPos := pos0(rh, h.NewLines)
@@ -156,10 +150,15 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 				h.Text = hunkText(h.Header, h.OldStart, h.OldLines, h.NewStart, h.NewLines, body)
 				revDelta += h.NewLines - h.OldLines
 				continue
-			} else if rh != nil {
-				h.Reason = fmt.Sprintf("its text is no longer where it was written: %s", conflictText(rh))
 			}
-		} else if fh := hunkAt(pl.fwd, h.ID); fh != nil && fh.OK() {
+			if pl.lost {
+				// Gone since it was written (the file was reset or
+				// edited): no front may show it as applied.
+				h.Status = StatusConflict
+				h.Reason = "its text is no longer in the file where it was written (the file was reset or edited since)"
+			}
+		}
+		if fh := hunkAt(pl.fwd, h.ID); fh != nil && fh.OK() && !written(h.Status) {
 			h.OldLines, h.NewLines = sides(fh.Body)
 			oldPos := pos0(fh, h.OldLines)
 			h.OldStart = start(oldPos, h.OldLines)
@@ -169,7 +168,7 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 				fwdDelta += h.NewLines - h.OldLines
 			}
 			continue
-		} else if fh != nil && h.Status == StatusConflict {
+		} else if fh != nil && h.Status == StatusConflict && h.Reason == "" {
 			h.Reason = conflictText(fh)
 		}
 		// Not found in the text: the hunk as the diff states it.
@@ -181,6 +180,30 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 	}
 }
 
+// holds reports whether text still holds written change c: every hunk
+// that was written is still found (describe marked the lost ones
+// conflict), a deleted file is absent, a whole content is there.
+func (e *Engine) holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) bool {
+	if c.Kind == protocol.ChangeDelete {
+		// An editor may keep the buffer of a file deleted on disk open
+		// (one without the delete resource operation): the disk decides.
+		_, onDisk, err := e.ws.readFile(c.Abs)
+		return err == nil && !onDisk
+	}
+	if len(hunks) > 0 {
+		for i, h := range hunks {
+			if written(c.Hunks[i].Status) && h.Status == StatusConflict {
+				return false
+			}
+		}
+		return true
+	}
+	if c.Content != nil {
+		return exists && string(text) == *c.Content
+	}
+	return true
+}
+
 // present fills what a front shows of change v (a copy of record c) from
 // the text the user sees now: the hunks' ranges and texts, and the whole
 // forward diff.
@@ -190,6 +213,11 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 		return
 	}
 	text, exists, err := e.userText(p, c.source())
+	if c.Status == StatusAppliedUpstream {
+		// The server wrote the disk; an open buffer may not have been
+		// reloaded yet.
+		text, exists, err = e.ws.readFile(c.source())
+	}
 	if err != nil {
 		return
 	}
@@ -201,6 +229,10 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 	}
 	pl := e.place(c, text, exists)
 	describe(c, v.Hunks, pl, func(h Hunk) bool { return h.Status == StatusPending })
+	if written(c.Status) && c.OldAbs == "" && !e.holds(c, v.Hunks, text, exists) {
+		v.Status = StatusStale
+		v.Reason = fmt.Sprintf("%s no longer holds this change: it was reset or edited since the change was written", c.Path)
+	}
 	switch {
 	case written(c.Status) && pl.rev != nil:
 		v.Diff = unifiedDiff(c.Path, pl.rev.Render(nil), text)

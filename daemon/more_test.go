@@ -55,7 +55,7 @@ func TestUndoThroughTheEditor(t *testing.T) {
 	if text, _ := ed.text(f.path("main.go")); text != mainGo {
 		t.Fatalf("buffer after undo:\n%s", text)
 	}
-	if got.Status != StatusUndone || got.Hunks[0].Status != StatusPending {
+	if got.Status != StatusUndone || got.Hunks[0].Status != StatusUndone {
 		t.Fatalf("after undo: %+v", got)
 	}
 	// An undone change can be applied again.

@@ -296,12 +296,15 @@ func (t *txn) abort(i int, pre []preimage, cause error) error {
 	}
 	rb := t.rollBack(i, backup)
 	if rb == nil {
+		msg := "every file smith had already written was put back"
 		if t.tx != "" {
 			if err := t.finish(); err != nil {
-				return fmt.Errorf("%s: %w; all files were restored, but removing the journal %s failed: %v", what, cause, t.tx, err)
+				// The next Recover finishes the removal (rolling back again
+				// finds every file in its old state).
+				msg += fmt.Sprintf(", but removing the journal %s failed: %v", t.tx, err)
 			}
 		}
-		return fmt.Errorf("%s: %w; all files were restored", what, cause)
+		return fmt.Errorf("%s: %w; %s", what, cause, msg)
 	}
 	if t.tx != "" {
 		t.setAside()

@@ -99,8 +99,15 @@
 //
 // Commit writes temp files next to the targets, fsyncs them and renames
 // them into place, keeping modes; any failure restores the files already
-// renamed. Its journal (outside the workspace) holds a manifest and backups,
-// so a process killed mid-commit leaves every file before or after, and
-// Recover rolls the transaction back. Write.ExpectHash (set from the plan's
-// BeforeHash) refuses to overwrite a file that changed after planning.
+// renamed. Its journal (outside the workspace) is a write-ahead log: a
+// process killed mid-commit leaves every file before or after, and Recover
+// rolls a committed transaction forward and an uncommitted one back.
+// Write.ExpectHash (set from the plan's BeforeHash) refuses to overwrite a
+// file that changed after planning, and each target is verified again just
+// before its rename.
+//
+// # Paths
+//
+// Workspace is the one set of confinement rules for every writer (see
+// its doc); every read and write goes through an os.Root at the root.
 package diffapply

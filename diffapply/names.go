@@ -331,8 +331,10 @@ func foreignNames(ws *Workspace, fds []*fileDiff, src source) (repairs []string,
 		var pe *PathError
 		return errors.As(err, &pe) && pe.Rule == RuleOutside
 	}
-	levels := func(name string) int { return strings.Count(name, "/") } // the last level leaves the base name
-	used := map[string]int{}                                            // removed prefix → level, from the files found so far
+	// The deepest level leaves the base name.
+	levels := func(name string) int { return strings.Count(name, "/") }
+	// Removed prefix → level, from the files found so far.
+	used := map[string]int{}
 	type pending struct {
 		fd   *fileDiff
 		name string

@@ -32,11 +32,11 @@ type hunk struct {
 	lines              []hunkLine
 	body               string // the lines as Hunk.Body prints them, when go-diff gave exactly that; else ""
 	oldNoNL, newNoNL   bool   // "\ No newline at end of file" on that side
+	line               int    // line of the @@ header in the diff
 	// eolPair: no marker, but the hunk ends by removing its last line and
 	// adding it back unchanged — a diff that lost its "\ No newline"
 	// marker. At the end of the file it is the final newline changing.
 	eolPair bool
-	line    int // line of the @@ header in the diff
 }
 
 // fileDiff is one parsed file of a diff.

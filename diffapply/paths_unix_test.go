@@ -69,3 +69,25 @@ func TestPathConfinement(t *testing.T) {
 		t.Errorf("symlinked root: %v", err)
 	}
 }
+
+// TestReadsNeverBlockOnAFIFO: the workspace's reads and ReadRegularFile
+// refuse a FIFO without opening it for a blocking read (which would wait
+// for a writer for ever; the test would hang, not fail, without the fix).
+func TestReadsNeverBlockOnAFIFO(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o644))
+	ws, err := OpenWorkspace(root)
+	must(t, err)
+	defer ws.Close()
+	if _, _, err := ws.ReadFile("fifo"); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("Workspace.ReadFile: err = %v, want refused", err)
+	}
+	// Past the check (as if the FIFO were swapped in after it).
+	if _, _, err := ws.readRel("fifo"); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("readRel: err = %v, want refused", err)
+	}
+	if _, err := ReadRegularFile(fifo); !errors.Is(err, ErrUnsafePath) {
+		t.Errorf("ReadRegularFile: err = %v, want refused", err)
+	}
+}

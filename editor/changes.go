@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // ChangesParams of smith/changes; empty fields match every change.
@@ -81,4 +82,22 @@ func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error
 		return nil, err
 	}
 	return c.decided(eng.Undo(ctx, peer, p.ChangeID))
+}
+
+// PatchApplyParams of smith/patch/apply: the files of a diff, applied
+// together and journalled as one undo group (smith apply).
+type PatchApplyParams struct {
+	DialogID string            `json:"dialogId,omitempty"`
+	Changes  []protocol.Change `json:"changes"`
+}
+
+func (c *client) patchApply(ctx context.Context, p *PatchApplyParams) ([]daemon.Change, error) {
+	eng, peer, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Changes) == 0 {
+		return nil, invalidParams("changes is required")
+	}
+	return eng.ApplyPatch(ctx, peer, p.DialogID, p.Changes)
 }

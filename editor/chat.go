@@ -2,10 +2,12 @@ package editor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -51,9 +53,18 @@ func (c *client) chat(ctx context.Context, p *ChatParams) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prog := c.startProgress(ctx, p.WorkDoneToken, "smith: "+firstLine(p.Message, 60), cancel)
+	var buf []byte // eventParams' buffer: emit runs on one goroutine
 	emit := func(ev protocol.Event) {
 		prog.event(ev)
-		if err := c.conn.Notify(context.Background(), MethodEvent, &EventParams{DialogID: ev.DialogID, TurnID: ev.TurnID, Seq: ev.Seq, Event: ev}); err != nil {
+		params := &EventParams{DialogID: ev.DialogID, TurnID: ev.TurnID, Seq: ev.Seq, Event: ev}
+		var err error
+		if raw, ok := eventParams(buf, params); ok {
+			buf = raw
+			err = c.conn.Notify(context.Background(), MethodEvent, jsonrpc2.RawMessage(raw))
+		} else {
+			err = c.conn.Notify(context.Background(), MethodEvent, params)
+		}
+		if err != nil {
 			c.log.Debug("sending smith/event", "err", err)
 		}
 	}
@@ -81,7 +92,7 @@ func (c *client) chatContext(cc *ChatContext) *protocol.ChatContext {
 	text := []byte(nil)
 	if doc, ok := c.docs.get(path); ok {
 		cf.Language, text = doc.languageID, doc.seen()
-	} else if b, err := os.ReadFile(path); err == nil {
+	} else if b, err := diffapply.ReadRegularFile(path); err == nil { // a FIFO must not hang the turn
 		text = b
 	}
 	cf.Content = string(text)

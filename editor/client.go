@@ -224,6 +224,16 @@ func (c *Client) Undo(ctx context.Context, changeID string) (*daemon.Change, err
 	return c.changeCall(ctx, MethodUndo, &UndoParams{ChangeID: changeID})
 }
 
+// ApplyPatch applies the files of a diff together, as one undo group
+// (smith/patch/apply).
+func (c *Client) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]daemon.Change, error) {
+	var out []daemon.Change
+	if err := c.call(ctx, MethodPatchApply, &PatchApplyParams{DialogID: dialogID, Changes: chs}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *Client) changeCall(ctx context.Context, method string, params any) (*daemon.Change, error) {
 	var ch daemon.Change
 	if err := c.call(ctx, method, params, &ch); err != nil {

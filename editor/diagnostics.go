@@ -200,9 +200,16 @@ func (c *client) placesIn(path string) []hunkPlace {
 }
 
 // publishDiagnostics sends the diagnostics of the given files (absolute
-// paths) as they are now; a file that had some and has none gets an empty
-// list.
+// paths) as they are now, to a client that announced
+// textDocument.publishDiagnostics; a file that had some and has none gets
+// an empty list.
 func (c *client) publishDiagnostics(paths ...string) {
+	c.mu.Lock()
+	wanted := c.caps.diagnostics
+	c.mu.Unlock()
+	if !wanted { // a terminal, say: nothing would show them
+		return
+	}
 	c.review.mu.Lock()
 	defer c.review.mu.Unlock()
 	for _, path := range paths {

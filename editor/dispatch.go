@@ -72,6 +72,7 @@ func (c *client) routeTable() map[string]route {
 		MethodChangeApply:       async(typed(c.changeApply)),
 		MethodChangeReject:      async(typed(c.changeReject)),
 		MethodUndo:              async(typed(c.undo)),
+		MethodPatchApply:        async(typed(c.patchApply)),
 		MethodSession:           async(typed(c.sessionCall((*daemon.Engine).Session))),
 		MethodCheckpoints:       async(typed(c.sessionCall((*daemon.Engine).Checkpoints))),
 		MethodSessionApprove:    async(typed(c.sessionCall((*daemon.Engine).Approve))),

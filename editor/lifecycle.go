@@ -177,6 +177,9 @@ func capsOf(caps ClientCapabilities) clientCaps {
 			}
 		}
 	}
+	if caps.TextDocument != nil {
+		cc.diagnostics = caps.TextDocument.PublishDiagnostics != nil
+	}
 	if caps.Window != nil {
 		cc.workDoneProgress = caps.Window.WorkDoneProgress
 		cc.showDocument = caps.Window.ShowDocument != nil && caps.Window.ShowDocument.Support

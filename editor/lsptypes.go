@@ -226,6 +226,9 @@ type ClientCapabilities struct {
 			Support bool `json:"support"`
 		} `json:"showDocument,omitempty"`
 	} `json:"window,omitempty"`
+	TextDocument *struct {
+		PublishDiagnostics *struct{} `json:"publishDiagnostics,omitempty"`
+	} `json:"textDocument,omitempty"`
 	General *struct {
 		PositionEncodings []PositionEncoding `json:"positionEncodings,omitempty"`
 	} `json:"general,omitempty"`

@@ -37,6 +37,7 @@ const (
 	MethodChangeApply       = "smith/change/apply"
 	MethodChangeReject      = "smith/change/reject"
 	MethodUndo              = "smith/undo"
+	MethodPatchApply        = "smith/patch/apply"
 	MethodSession           = "smith/session"
 	MethodCheckpoints       = "smith/checkpoints"
 	MethodSessionApprove    = "smith/session/approve"
@@ -57,7 +58,7 @@ func smithMethods() []string {
 	return []string{
 		MethodChat, MethodDialogs, MethodDialogNew, MethodDialogSelect, MethodDialogRename,
 		MethodDialogDelete, MethodHistory, MethodChanges, MethodChangePreview, MethodChangeApply,
-		MethodChangeReject, MethodUndo, MethodSession, MethodCheckpoints, MethodSessionApprove, MethodSessionReset,
+		MethodChangeReject, MethodUndo, MethodPatchApply, MethodSession, MethodCheckpoints, MethodSessionApprove, MethodSessionReset,
 		MethodCheckpointRestore, MethodStatus,
 	}
 }

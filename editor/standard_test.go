@@ -440,3 +440,48 @@ func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
 	}
 	t.Logf("conflict diagnostic: %s", conflict)
 }
+
+// A client that did not announce textDocument.publishDiagnostics (smith's
+// terminal commands, the fake editor's defaults) is sent none.
+func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
+	_, s := serveCalc(t)
+	res := s.mustChat("rename total to sum in calc.go")
+	var after daemon.Change
+	// An apply publishes before it answers (diagnostics.go: decided).
+	if err := s.Call(testCtx(t), editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0], "hunks": []string{"h1"}}, &after); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Notifications(editor.MethodPublishDiagnostics)); n != 0 {
+		t.Fatalf("%d publishDiagnostics sent to a client without the capability", n)
+	}
+}
+
+// A plain client that announced window.workDoneProgress follows the turn in
+// $/progress (begin … end), and its end is not repeated as a message.
+func TestPlainClientWithProgress(t *testing.T) {
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
+	caps := eglotCaps()
+	caps["window"] = map[string]any{"workDoneProgress": true}
+	s := plainServe(t, ws, up, caps)
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, n := range s.Notifications(editor.MethodProgress) {
+		var p struct {
+			Value struct{ Kind, Message string } `json:"value"`
+		}
+		json.Unmarshal(n.Params, &p)
+		kinds = append(kinds, p.Value.Kind)
+	}
+	if len(kinds) < 2 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" {
+		t.Fatalf("$/progress kinds %v, want begin … end", kinds)
+	}
+	for _, n := range s.Notifications("window/showMessage") {
+		if strings.Contains(string(n.Params), "turn completed") {
+			t.Errorf("the turn's end repeated as a message: %s", n.Params)
+		}
+	}
+}

@@ -80,6 +80,11 @@ type Health struct {
 	ServerError  *string  `json:"server_error"`
 	ConfigValid  *bool    `json:"config_valid"`
 	ConfigErrors []string `json:"config_errors"`
+	// Extensions of smith upstream (absent from a real AgentSmithy
+	// server): the workspace it serves and the protocol (v2, v1, v0) or
+	// dialect it speaks.
+	Workspace string `json:"workspace,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
 }
 
 // Health asks GET /health. The server always answers 200; whether it is

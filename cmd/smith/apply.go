@@ -10,11 +10,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/smith-dev/smith/diffapply"
 	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
 )
 
 type applyOpts struct {
@@ -173,13 +177,18 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		if err := p.Apply(ctx, ids, journalOrEmpty(journal, jerr)); err != nil {
+		journalled, err := applyJournalled(ctx, s, root, p, ids)
+		if !journalled && err == nil {
+			err = p.Apply(ctx, ids, journalOrEmpty(journal, jerr))
+		}
+		if err != nil {
 			res.Result = "failed"
 			res.Error = err.Error()
 			res.err = err
 			planErr = err
 		} else {
 			res.Result = "applied"
+			res.undo = journalled
 		}
 	}
 	switch {
@@ -196,6 +205,83 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		return &ExitError{Code: ExitFailure, Err: planErr, Silent: true}
 	}
 	return nil
+}
+
+// applyJournalled applies the planned files through the workspace's engine
+// (the one a smith serve holds, or one opened here), as one group of
+// changes, so that smith undo takes the patch back and smith changes lists
+// it. It reports false, writing nothing, when the patch has what the
+// engine does not write (a copy, a mode change) or the engine cannot be
+// opened: the patch is then written directly, as before, and not
+// journalled for smith undo (a warning says why).
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int) (bool, error) {
+	ws, err := config.FindWorkspace(root)
+	if err != nil {
+		return false, nil
+	}
+	var chs []protocol.Change
+	for _, f := range p.Files {
+		if f.Op == diffapply.OpCopy || f.Mode != 0 {
+			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, map[bool]string{true: "is a copy", false: "changes the file mode"}[f.Op == diffapply.OpCopy])
+			return false, nil
+		}
+		if !selectsFile(f, ids) {
+			continue
+		}
+		rel, err := filepath.Rel(ws, filepath.Join(root, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return false, nil
+		}
+		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: f.Diff(ids)}
+		if ch.Diff == "" && f.Op == diffapply.OpModify {
+			continue // its hunks change nothing: nothing to write or undo
+		}
+		switch f.Op {
+		case diffapply.OpCreate:
+			ch.Kind = protocol.ChangeCreate
+		case diffapply.OpDelete:
+			ch.Kind = protocol.ChangeDelete
+		case diffapply.OpRename:
+			old, err := filepath.Rel(ws, filepath.Join(root, filepath.FromSlash(f.OldPath)))
+			if err != nil {
+				return false, nil
+			}
+			ch.Kind, ch.OldPath = protocol.ChangeRename, filepath.ToSlash(old)
+		}
+		chs = append(chs, ch)
+	}
+	if len(chs) == 0 {
+		return false, nil
+	}
+	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	if err != nil {
+		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
+		return false, nil
+	}
+	b, err := openBackend(ctx, set)
+	if err != nil {
+		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
+		return false, nil
+	}
+	defer b.Close()
+	if _, err := b.ApplyPatch(ctx, "", chs); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// selectsFile reports whether ids (nil: all) choose a hunk of f, or f has
+// no hunks (a rename, an empty file created or deleted).
+func selectsFile(f *diffapply.File, ids []int) bool {
+	if ids == nil || len(f.Hunks) == 0 {
+		return true
+	}
+	for _, h := range f.Hunks {
+		if slices.Contains(ids, h.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 func journalOrEmpty(dir string, err error) string {

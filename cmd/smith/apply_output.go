@@ -21,6 +21,7 @@ type applyResult struct {
 	patch *diffapply.Patch
 	ids   []int
 	err   error
+	undo  bool // journalled by the engine: smith undo takes it back
 }
 
 type applyFile struct {
@@ -98,6 +99,9 @@ func writeReport(s *IOStreams, res *applyResult) {
 			break
 		}
 		fmt.Fprintf(s.Err, "%s\n", summary(p, res.ids))
+		if res.undo {
+			fmt.Fprintln(s.Err, "undo with: smith undo")
+		}
 	case "conflict":
 		if !conflicted {
 			fmt.Fprintf(s.Err, "smith apply: %s\n", res.Error)

@@ -28,6 +28,7 @@ type backend interface {
 	Apply(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
 	Reject(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
 	Undo(ctx context.Context, changeID string) (*daemon.Change, error)
+	ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]daemon.Change, error)
 	Dialogs(ctx context.Context) ([]daemon.Dialog, error)
 	NewDialog(ctx context.Context, title string) (daemon.Dialog, error)
 	SelectDialog(ctx context.Context, id string) error
@@ -214,6 +215,10 @@ func (l *localBackend) Reject(ctx context.Context, id string, hunks []string) (*
 
 func (l *localBackend) Undo(ctx context.Context, id string) (*daemon.Change, error) {
 	return l.eng.Undo(ctx, l.peer, id)
+}
+
+func (l *localBackend) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]daemon.Change, error) {
+	return l.eng.ApplyPatch(ctx, l.peer, dialogID, chs)
 }
 
 func (l *localBackend) Dialogs(ctx context.Context) ([]daemon.Dialog, error) {

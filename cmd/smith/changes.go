@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,10 +22,17 @@ func newChangesCmd(s *IOStreams) *cobra.Command {
 		Short: "List change proposals and their status",
 		Long: `List the changes smith recorded in this workspace, oldest first, with their
 status (pending, applied, appliedUpstream, rejected, conflict, stale, undone) and
-the match level of each hunk.`,
+the match level of each hunk. A change whose file no longer holds it (reset with
+git checkout or smith session reset, or edited since) is listed stale.
+
+A pending change can be decided here as in an editor: show prints it, apply and
+reject take all its hunks or those given with --hunks.`,
 		Example: `  smith changes
   smith changes --status applied
-  smith changes --json`,
+  smith changes --json
+  smith changes show c3
+  smith changes apply c3 --hunks 1,3
+  smith changes reject c3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
@@ -49,7 +59,8 @@ the match level of each hunk.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
+	cmd.AddCommand(newChangesShowCmd(s), newChangesDecideCmd(s, "apply"), newChangesDecideCmd(s, "reject"))
 	cmd.Flags().StringVar(&filter.Status, "status", "", "only changes with this status")
 	cmd.Flags().StringVarP(&filter.DialogID, "dialog", "d", "", "only changes of this dialog")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -76,8 +87,11 @@ func newUndoCmd(s *IOStreams) *cobra.Command {
 		Use:   "undo [CHANGE]",
 		Short: "Undo a change that smith applied",
 		Long: `Restore the exact bytes a file had before smith applied CHANGE (the most recent
-applied change when omitted). Works across restarts; refuses when the file was
-changed since, so nothing you wrote afterwards is lost.`,
+applied change when omitted), also one written by smith apply. Works across
+restarts; refuses when the file was changed since, so nothing you wrote
+afterwards is lost. A file an AgentSmithy server wrote itself has no bytes
+before in smith's journal: undo then says what can be done instead (smith
+changes reject, smith session reset or restore).`,
 		Example: `  smith undo
   smith undo c3`,
 		Args: cobra.MaximumNArgs(1),
@@ -88,6 +102,11 @@ changed since, so nothing you wrote afterwards is lost.`,
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				c, err := b.Undo(ctx, id)
+				if err != nil && id != "" && errors.Is(err, daemon.ErrUnsupported) {
+					if c, ferr := findChange(ctx, b, id); ferr == nil {
+						return fmt.Errorf("%w\n%s", err, upstreamUndoAdvice(c))
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -96,7 +115,7 @@ changed since, so nothing you wrote afterwards is lost.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerLocal(cmd)
 	return cmd
 }
 
@@ -164,4 +183,164 @@ func printStatus(s *IOStreams, st daemon.Status, attached string) {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
 	tw.Flush()
+}
+
+// findChange returns change id as the engine lists it now.
+func findChange(ctx context.Context, b backend, id string) (*daemon.Change, error) {
+	cs, err := b.Changes(ctx, daemon.ChangeFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs {
+		if cs[i].ID == id {
+			return &cs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s (smith changes lists them)", daemon.ErrUnknownChange, id)
+}
+
+func newChangesShowCmd(s *IOStreams) *cobra.Command {
+	var f settingsFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show CHANGE",
+		Short: "Print a change: its status, its hunks and where they are, and its diff",
+		Long: `Print CHANGE as the engine sees it now: its status, each hunk with its status,
+match level and lines in the file, and the whole change as a forward diff
+(original to result, also for a change already written).`,
+		Example: `  smith changes show c3
+  smith changes show c3 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				c, err := findChange(ctx, b, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(s, c)
+				}
+				fmt.Fprintf(s.Out, "%s · %s %s · %s\n", c.ID, c.Kind, c.Path, c.Status)
+				if c.Reason != "" {
+					fmt.Fprintf(s.Out, "  %s\n", c.Reason)
+				}
+				for _, h := range c.Hunks {
+					match := ""
+					if h.Match != "" {
+						match = ", match " + h.Match + offsetNote(h.Offset)
+					}
+					fmt.Fprintf(s.Out, "  %s %s, %s%s\n", h.ID, h.Status, hunkLines(h), match)
+					if h.Reason != "" {
+						fmt.Fprintf(s.Out, "    %s\n", h.Reason)
+					}
+				}
+				fmt.Fprint(s.Out, colorDiff(s.ColorOut(), ensureNL(c.Diff)))
+				return nil
+			})
+		},
+	}
+	f.registerLocal(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// hunkLines says where a hunk is in the file now: a written one by its
+// new lines, any other by its old ones.
+func hunkLines(h daemon.Hunk) string {
+	start, n := h.OldStart, h.OldLines
+	if h.Status == daemon.StatusApplied || h.Status == daemon.StatusAppliedUpstream {
+		start, n = h.NewStart, h.NewLines
+	}
+	switch {
+	case n == 0:
+		return fmt.Sprintf("after line %d", start)
+	case n == 1:
+		return fmt.Sprintf("line %d", start)
+	}
+	return fmt.Sprintf("lines %d-%d", start, start+n-1)
+}
+
+// newChangesDecideCmd is smith changes apply and smith changes reject:
+// the engine calls an editor makes for the same decision.
+func newChangesDecideCmd(s *IOStreams, verb string) *cobra.Command {
+	var f settingsFlags
+	var hunks string
+	short := "Apply a pending change, or some of its hunks"
+	long := `Apply CHANGE (all its pending hunks, or those given with --hunks) to the file:
+atomically on disk, or through the editor that has it open when a smith serve
+holds the workspace. smith undo takes it back.`
+	if verb == "reject" {
+		short = "Reject a change, or some of its hunks"
+		long = `Reject CHANGE (all its hunks, or those given with --hunks). Pending hunks are
+only marked rejected; hunks already written (applied, or written by the server
+itself) are taken back out of the file, verified.`
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " CHANGE",
+		Short:   short,
+		Long:    long,
+		Example: fmt.Sprintf("  smith changes %[1]s c3\n  smith changes %[1]s c3 --hunks 1,3\n  smith changes %[1]s c3 --hunks h2", verb),
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := changeHunkIDs(hunks)
+			if err != nil {
+				return usageErrorf("--hunks: %v", err)
+			}
+			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
+				var c *daemon.Change
+				if verb == "apply" {
+					c, err = b.Apply(ctx, args[0], ids)
+				} else {
+					c, err = b.Reject(ctx, args[0], ids)
+				}
+				if err != nil {
+					return err
+				}
+				which := "every hunk"
+				if len(ids) > 0 {
+					which = strings.Join(ids, ", ")
+				}
+				done := map[string]string{"apply": "applied", "reject": "rejected"}[verb]
+				fmt.Fprintf(s.Err, "%s %s of %s (%s); %s is now %s\n", done, which, c.ID, c.Path, c.ID, c.Status)
+				if verb == "apply" {
+					fmt.Fprintf(s.Err, "undo with: smith undo %s\n", c.ID)
+				}
+				return nil
+			})
+		},
+	}
+	f.registerLocal(cmd)
+	cmd.Flags().StringVar(&hunks, "hunks", "", "only these hunks: 1,3 or h1,h3 (smith changes show lists them)")
+	return cmd
+}
+
+// changeHunkIDs reads --hunks of smith changes: "1,3,5-7" or "h1,h3".
+func changeHunkIDs(spec string) ([]string, error) {
+	spec = strings.ReplaceAll(strings.ReplaceAll(spec, "h", ""), "H", "")
+	ns, err := parseHunkIDs(spec)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, n := range ns {
+		ids = append(ids, "h"+strconv.Itoa(n))
+	}
+	return ids, nil
+}
+
+// upstreamUndoAdvice says what can be done with change c, which the
+// upstream wrote itself, instead of an undo: reject its hunks when it has
+// them, or give up or roll back the server's writes with its session.
+func upstreamUndoAdvice(c *daemon.Change) string {
+	var b strings.Builder
+	dialog := ""
+	if c.DialogID != "" {
+		dialog = " --dialog " + c.DialogID
+	}
+	if len(c.Hunks) > 0 {
+		fmt.Fprintf(&b, "  to take its hunks back out of %s:   smith changes reject %s\n", c.Path, c.ID)
+	}
+	fmt.Fprintf(&b, "  to give up everything the server wrote in the dialog:   smith session reset%s\n", dialog)
+	fmt.Fprintf(&b, "  to go back to a checkpoint:   smith session checkpoints%s, then smith session restore CHECKPOINT%s", dialog, dialog)
+	return b.String()
 }

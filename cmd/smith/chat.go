@@ -69,6 +69,9 @@ and, while it runs, lets an editor's smith serve and other terminals join it.`,
 			if o.newDialog && o.dialog != "" {
 				return usageErrorf("--new and -d contradict each other: pick one")
 			}
+			if len(args) == 1 && strings.TrimSpace(args[0]) == "" {
+				return usageErrorf("the message is empty: say what the agent should do, e.g. smith chat \"rename Foo to Bar in main.go\" (or run smith chat without a message for a prompt)")
+			}
 			set, err := o.settings.load(cmd, s)
 			if err != nil {
 				return err
@@ -110,6 +113,11 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		return err
 	}
 	defer eng.Close()
+	if o.dryRun {
+		if err := refuseDryRun(ctx, eng); err != nil {
+			return err
+		}
+	}
 	if lb, ok := eng.(*localBackend); ok {
 		// Nothing of it belongs in the user's terminal.
 		lb.serveOthers(ctx, slog.New(slog.DiscardHandler))
@@ -218,7 +226,7 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 		fmt.Fprintln(s.Err, "turn cancelled; the partial answer is kept")
 		return &ExitError{Code: ExitInterrupted, Silent: true}
 	case res.Outcome != protocol.OutcomeCompleted:
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the turn ended %s", res.Outcome)}
+		return &ExitError{Code: ExitFailure, Err: errors.New(outcomeSentence(res.Outcome))}
 	}
 	return review
 }
@@ -293,6 +301,47 @@ func (cs *chatSession) changesOf(ctx context.Context, res *daemon.ChatResult) ([
 	return out, nil
 }
 
+// outcomeSentence says how a turn that did not complete ended.
+func outcomeSentence(o protocol.Outcome) string {
+	switch o {
+	case protocol.OutcomeError:
+		return "the turn ended with an error (see the error above)"
+	case protocol.OutcomeInterrupted:
+		return "the turn was interrupted: the stream stopped before its end (the partial answer is kept)"
+	case protocol.OutcomeCancelled:
+		return "the turn was cancelled (the partial answer is kept)"
+	}
+	return fmt.Sprintf("the turn ended with outcome %q", o)
+}
+
+// refuseDryRun refuses --dry-run, before anything is sent, when the
+// upstream is an AgentSmithy v1/v2 server: it writes files itself while it
+// answers, so "apply nothing" would be a promise smith cannot keep. Its
+// /health says "agentsmithy-server"; smith upstream also says which
+// protocol it serves, and its v0 only proposes changes. A server that does
+// not answer /health (another dialect's) is left to the turn.
+func refuseDryRun(ctx context.Context, eng backend) error {
+	st, err := eng.Status(ctx)
+	if err != nil || len(st.Server) == 0 {
+		return nil
+	}
+	switch st.Dialect {
+	case "", "auto", string(protocol.DialectAgentSmithy):
+	default:
+		return nil
+	}
+	var h struct {
+		Service  string `json:"service"`
+		Protocol string `json:"protocol"`
+	}
+	if json.Unmarshal(st.Server, &h) != nil || h.Service != "agentsmithy-server" || h.Protocol == "v0" {
+		return nil
+	}
+	return usageErrorf("--dry-run cannot keep %s from writing: it is an AgentSmithy server, which writes files itself while it answers, "+
+		"so smith cannot promise to apply nothing; nothing was sent. Run without --dry-run: smith shows what the server wrote, "+
+		"smith session lists its writes and smith session reset gives them up", st.Upstream)
+}
+
 // upstreamExit maps an engine error to the documented exit codes.
 func upstreamExit(err error) error {
 	if err == nil {
@@ -308,7 +357,7 @@ func exitCodeOf(err error) int {
 		return ee.Code
 	case errors.Is(err, protocol.ErrUnreachable), errors.Is(err, protocol.ErrWrongWorkspace):
 		return ExitUnreachable
-	case errors.Is(err, daemon.ErrTooManyTurns), errors.Is(err, daemon.ErrMessageTooLong):
+	case errors.Is(err, daemon.ErrTooManyTurns), errors.Is(err, daemon.ErrMessageTooLong), errors.Is(err, daemon.ErrEmptyMessage):
 		return ExitUsage
 	}
 	return ExitFailure

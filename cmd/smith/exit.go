@@ -11,7 +11,9 @@ const (
 	ExitFailure     = 1   // the turn failed, or a change conflicted
 	ExitUsage       = 2   // bad flags or arguments, unreadable input
 	ExitUnreachable = 3   // the upstream could not be reached
+	ExitPending     = 4   // smith chat: input ended before every change was answered; they stay pending
 	ExitInterrupted = 130 // interrupted by SIGINT
+	ExitTerminated  = 143 // ended by SIGTERM
 )
 
 // ExitError carries a specific exit code out of a command's RunE. When

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,5 +90,71 @@ func TestHunkPromptOnPTY(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(ws, "calc.go"))
 	if string(got) != want {
 		t.Errorf("calc.go after y,n:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestHunkPromptEndsOnSignal: SIGINT or SIGTERM sent with kill while a hunk
+// prompt waits ends the prompt like Ctrl-C: the hunk answered y before is
+// not applied, the change stays pending, the exit status is 130 or 143,
+// and the terminal is left in its normal mode.
+func TestHunkPromptEndsOnSignal(t *testing.T) {
+	smith, err := exec.LookPath("smith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal // 0: Ctrl-C typed on the terminal
+		code int
+	}{{"kill -INT", syscall.SIGINT, 130}, {"kill -TERM", syscall.SIGTERM, 143}, {"typed Ctrl-C", 0, 130}} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := t.TempDir()
+			orig := "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
+			if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(orig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0, PingInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(up.Handler())
+			defer hs.Close()
+			defer up.Close()
+			cmd := exec.Command(smith, "chat", "--upstream", hs.URL, "rename total to subtotal in calc.go")
+			cmd.Dir = ws
+			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
+			tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tty.Close()
+			screen := &ptyScreen{}
+			go func() { _, _ = io.Copy(screen, tty) }()
+			const prompt = "Apply this hunk of calc.go [y,n,a,q,v,?]? "
+			screen.waitFor(t, prompt, 1)
+			io.WriteString(tty, "y\r")
+			screen.waitFor(t, prompt, 2) // the second hunk waits
+			if c.sig == 0 {
+				io.WriteString(tty, "\x03")
+			} else if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("smith chat still waits at the prompt 10 s after %s:\n%s", c.name, screen.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+				t.Fatalf("smith chat after %s: %v, want exit status %d\n%s", c.name, err, c.code, screen.String())
+			}
+			if got, _ := os.ReadFile(filepath.Join(ws, "calc.go")); string(got) != orig {
+				t.Errorf("calc.go changed after %s:\n%s", c.name, got)
+			}
+			screen.waitFor(t, "smith changes apply c1", 1) // how to act on the pending change
+		})
 	}
 }

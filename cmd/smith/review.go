@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/smith-dev/smith/daemon"
 )
@@ -21,7 +24,8 @@ func (cs *chatSession) reviewChanges(ctx context.Context, changes []daemon.Chang
 	quiet := o.json // --json keeps stdout for JSON
 	rv := &reviewer{cs: cs, all: o.yes}
 	var conflicts []string
-	for _, c := range changes {
+	var left []daemon.Change // left pending: the change a quit stopped at and those after it
+	for i, c := range changes {
 		if c.Status == daemon.StatusConflict || c.Status == daemon.StatusRejected {
 			conflicts = append(conflicts, fmt.Sprintf("%s (%s): %s", c.Path, c.ID, c.Reason))
 			if !quiet {
@@ -45,16 +49,54 @@ func (cs *chatSession) reviewChanges(ctx context.Context, changes []daemon.Chang
 			conflicts = append(conflicts, err.Error())
 		}
 		if rv.quit {
+			if rv.stopped {
+				left = append(left, c)
+			}
+			for _, c := range changes[i+1:] {
+				if c.Status != daemon.StatusConflict && c.Status != daemon.StatusRejected {
+					left = append(left, c)
+				}
+			}
 			break
 		}
 	}
 	if len(rv.applied) > 0 && !quiet {
 		fmt.Fprintf(s.Err, "applied %s; undo with: smith undo %s\n", strings.Join(rv.applied, ", "), rv.applied[len(rv.applied)-1])
 	}
-	if len(conflicts) > 0 {
+	if len(left) > 0 {
+		cs.printPending(left, rv)
+	}
+	switch {
+	case rv.signal == syscall.SIGTERM:
+		return &ExitError{Code: ExitTerminated, Silent: true}
+	case rv.signal != nil:
+		return &ExitError{Code: ExitInterrupted, Silent: true}
+	case len(conflicts) > 0:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%d change(s) not applied:\n  %s", len(conflicts), strings.Join(conflicts, "\n  "))}
+	case rv.eof && len(left) > 0:
+		return &ExitError{Code: ExitPending, Silent: true}
 	}
 	return nil
+}
+
+// printPending says which changes were left pending and how to act on
+// them: nothing else tells a script that no answer was given.
+func (cs *chatSession) printPending(left []daemon.Change, rv *reviewer) {
+	s := cs.s
+	why := "you quit the review"
+	switch {
+	case rv.signal != nil:
+		why = "the review was interrupted (" + rv.signal.String() + "); nothing more was applied"
+	case rv.eof && !s.InTTY:
+		why = "standard input ended before every hunk was answered (no terminal, and neither --yes nor --dry-run)"
+	case rv.eof:
+		why = "the input ended before every hunk was answered"
+	}
+	fmt.Fprintf(s.Err, "%d change(s) left pending: %s.\n", len(left), why)
+	for _, c := range left {
+		fmt.Fprintf(s.Err, "  %s %s: apply it with: smith changes apply %s   (reject: smith changes reject %s)\n", c.ID, c.Path, c.ID, c.ID)
+	}
+	fmt.Fprintln(s.Err, "  smith changes lists them; smith chat --yes applies every change without asking.")
 }
 
 func (cs *chatSession) printChangeHeader(c daemon.Change) {
@@ -105,6 +147,9 @@ type reviewer struct {
 	cs      *chatSession
 	all     bool // "a" was answered, or --yes
 	quit    bool
+	stopped bool      // the quit left hunks of the current change unanswered
+	eof     bool      // the quit came from the end of the input
+	signal  os.Signal // a signal ended the review: nothing more is applied
 	applied []string
 }
 
@@ -138,10 +183,17 @@ func (rv *reviewer) review(ctx context.Context, c daemon.Change, quiet bool) err
 			q = fmt.Sprintf("Keep this hunk of %s [y,n,a,q,v,?]? ", c.Path)
 		}
 	ask:
-		ans, err := cs.input.ReadLine(q)
-		if errors.Is(err, io.EOF) {
-			rv.quit = true
-		} else if err != nil {
+		ans, err := cs.readAnswer(q)
+		var sig *signalError
+		switch {
+		case errors.As(err, &sig):
+			// Like Ctrl-C: the answers so far are dropped, nothing more
+			// is applied.
+			rv.quit, rv.stopped, rv.signal = true, true, sig.sig
+			return nil
+		case errors.Is(err, io.EOF):
+			rv.quit, rv.eof = true, true
+		case err != nil:
 			return err
 		}
 		switch strings.ToLower(strings.TrimSpace(ans)) {
@@ -157,6 +209,7 @@ func (rv *reviewer) review(ctx context.Context, c daemon.Change, quiet bool) err
 				goto ask // an empty line asks again, like git add -p
 			}
 			rv.quit = true
+			rv.stopped = true
 		case "v", "view":
 			cs.printPreview(ctx, c, nil)
 			goto ask
@@ -169,6 +222,43 @@ func (rv *reviewer) review(ctx context.Context, c daemon.Change, quiet bool) err
 		}
 	}
 	return rv.decide(ctx, c, yes, no, upstream)
+}
+
+// signalError: SIGINT or SIGTERM arrived while a prompt waited.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// readAnswer reads one answer; SIGINT or SIGTERM (sent with kill, or a
+// Ctrl-C the terminal turned into a signal) ends the wait at once, with
+// the terminal restored.
+func (cs *chatSession) readAnswer(prompt string) (string, error) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		line, err := cs.input.ReadLine(prompt)
+		got <- answer{line, err}
+	}()
+	select {
+	case a := <-got:
+		if errors.Is(a.err, errCtrlC) {
+			return "", &signalError{sig: os.Interrupt}
+		}
+		return a.line, a.err
+	case sig := <-sigs:
+		// The reader stays blocked on the input; the command ends now.
+		if t, ok := cs.input.(*ttyInput); ok {
+			t.restore()
+		}
+		fmt.Fprintln(cs.s.Err)
+		return "", &signalError{sig: sig}
+	}
 }
 
 // decide applies the hunks answered yes and rejects those answered no. For

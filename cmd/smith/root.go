@@ -87,7 +87,10 @@ Start with 'smith demo': it runs the whole thing offline on an example project.`
   smith serve                      # JSON-RPC daemon for editors, on stdio`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version, like smith version (cobra adds the flag).
+		Version: smithVersion(),
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)

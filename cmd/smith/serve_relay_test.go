@@ -140,8 +140,10 @@ func TestSecondEditorJoinsServe(t *testing.T) {
 		t.Errorf("calc.go was written behind B's buffer:\n%s", got)
 	}
 
+	// B leaves without saving its buffer: the file never got c2, and the
+	// listing says so rather than "applied".
 	quit(t, ctx, edB, "B")
-	if got := listChanges(t, ctx, edA); got[c2] != daemon.StatusApplied {
+	if got := listChanges(t, ctx, edA); got[c2] != daemon.StatusStale {
 		t.Errorf("A's smith/changes after B left: %v", got)
 	}
 

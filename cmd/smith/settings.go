@@ -35,6 +35,19 @@ func (f *settingsFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.turnLimit, "turn-limit", "", "end a turn that runs longer than this (default 1h)")
 }
 
+// registerLocal registers the settings of a command that works on the
+// workspace's own state (its changes, its journal) and runs no turn:
+// --workspace and --state-dir. --upstream is accepted, hidden, for the
+// scripts that pass it to every command; the turn settings (dialect,
+// timeouts) would do nothing and are not offered.
+func (f *settingsFlags) registerLocal(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVarP(&f.workspace, "workspace", "C", "", "workspace root (default: the git top level of the current directory, or the directory)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where smith keeps its journal (default: $XDG_STATE_HOME/smith)")
+	fs.StringVar(&f.upstream, "upstream", "", "base URL of the chat server (not used by this command)")
+	_ = fs.MarkHidden("upstream")
+}
+
 // flagValues returns the flags the user actually set, keyed like config.
 func (f *settingsFlags) flagValues(cmd *cobra.Command) map[string]string {
 	m := map[string]string{}

@@ -29,8 +29,13 @@ func newVersionCmd(s *IOStreams) *cobra.Command {
 		Example: "  smith version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(s.Out, "smith %s %s/%s %s\n", smithVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+			fmt.Fprintln(s.Out, versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is what smith version and smith --version print.
+func versionLine() string {
+	return fmt.Sprintf("smith %s %s/%s %s", smithVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }

@@ -355,7 +355,7 @@ func TestHealth(t *testing.T) {
 	s, base := newTestServer(t, Options{})
 	res, body := do(t, "GET", base+"/health", nil)
 	ws, _ := json.Marshal(s.Workspace())
-	want := fmt.Sprintf(`{"status":"ok","service":"agentsmithy-server","server_status":null,"port":null,"pid":%d,"server_error":null,"config_valid":true,"config_errors":null,"workspace":%s}`, s.pid, ws)
+	want := fmt.Sprintf(`{"status":"ok","service":"agentsmithy-server","server_status":null,"port":null,"pid":%d,"server_error":null,"config_valid":true,"config_errors":null,"workspace":%s,"protocol":"v2"}`, s.pid, ws)
 	if res.StatusCode != 200 || string(body) != want {
 		t.Errorf("health = %d %s", res.StatusCode, body)
 	}

@@ -347,10 +347,17 @@ type health struct {
 	// it): a client that found this server by itself checks it serves its
 	// workspace before it sends anything (protocol.ClientConfig.Workspace).
 	Workspace string `json:"workspace"`
+	// Protocol is a smith extension too: the AgentSmithy protocol served
+	// (v2, v1: the server writes files itself; v0: it only proposes), or
+	// the dialect for the other contracts. smith chat --dry-run reads it.
+	Protocol string `json:"protocol"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid, Workspace: s.ws.root}
+	h := health{Status: "ok", Service: "agentsmithy-server", PID: s.pid, Workspace: s.ws.root, Protocol: s.opts.Protocol}
+	if s.opts.Dialect != protocol.DialectAgentSmithy {
+		h.Protocol = string(s.opts.Dialect)
+	}
 	valid := true
 	h.ConfigValid = &valid
 	if data, err := os.ReadFile(s.statusPath()); err == nil {

@@ -488,6 +488,54 @@ test(':SmithUndo restores the buffer and the file', function()
   eq(vim.bo[buf].modified, false, 'buffer modified after undo')
 end)
 
+test('an undone change stays undone after another change to its file is applied', function()
+  local rel = 'undone.go'
+  local path, before, buf, s = open_calc(rel)
+  local _, pbuf1, c1 = propose_and_preview(rel, 'total', 'sum')
+  press(pbuf1, 'A')
+  wait_for('c1 in the buffer', function()
+    return buf_text(buf) == calc_source('sum')
+  end)
+  local done
+  smith.undo(c1, WS, function(err)
+    done = { err = err }
+  end)
+  wait_for('the undo of c1', function()
+    return done ~= nil and buf_text(buf) == before
+  end)
+  truthy(not done.err, 'undo failed: ' .. vim.inspect(done.err))
+  local _, pbuf2, c2 = propose_and_preview(rel, 'total', 'count')
+  press(pbuf2, 'A')
+  local after = calc_source('count')
+  wait_for('c2 in the buffer and on disk', function()
+    return buf_text(buf) == after and read_file(path) == after
+  end)
+  wait_for('c2 to be applied', function()
+    return change_status(s, c2) == 'applied'
+  end)
+  local st, c = change_status(s, c1)
+  eq(st, 'undone', 'c1 after c2 was applied')
+  for _, h in ipairs(c.hunks) do
+    eq(h.status, 'undone', 'hunk ' .. h.id .. ' of c1')
+  end
+  -- :SmithChanges does not offer c1 for review.
+  vim.cmd('SmithChanges')
+  wait_for('the quickfix list', function()
+    return vim.fn.getqflist({ title = 0 }).title == 'smith changes' or vim.fn.getqflist({ title = 0 }).title == ''
+  end)
+  for _, item in ipairs(vim.fn.getqflist()) do
+    truthy(not item.text:find('[' .. c1 .. '/', 1, true), 'c1 is offered for review: ' .. item.text)
+  end
+  eq(vim.fn.bufnr('smith://change/' .. c1), pbuf1, 'the only preview of c1 is the old one')
+  -- A new 'a' in c2's preview does not bring c1 back.
+  if api.nvim_buf_is_valid(pbuf2) and find_win(pbuf2) then
+    press(pbuf2, 'a')
+  end
+  eq(buf_text(buf), after, 'the buffer after another a')
+  eq((change_status(s, c1)), 'undone', 'c1 after another a')
+  vim.cmd('cclose')
+end)
+
 test('a buffer with unsaved edits gets the change on top of them and is not written', function()
   local rel = 'dirty.go'
   local path, before, buf, s = open_calc(rel)

@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// TestUndoneStaysUndone: apply c1, undo it, apply c2 to the same file; c1
+// is re-validated against the new text (as the watcher or an editor's
+// didChange does) and stays undone, hunks included: it is not offered again
+// as pending.
+func TestUndoneStaysUndone(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	p := f.e.Attach(nil)
+	ctx := context.Background()
+	c1, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Apply(ctx, p, c1.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Undo(ctx, p, c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Apply(ctx, p, c2.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.e.Revalidate(f.path("f.txt"))
+	got, err := f.e.Change(c1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusUndone || got.Hunks[0].Status != StatusUndone {
+		t.Fatalf("c1 after undo and another apply: status %s, hunk %s; want undone, undone", got.Status, got.Hunks[0].Status)
+	}
+	if pend := f.e.Changes(ChangeFilter{Status: StatusPending}); len(pend) != 0 {
+		t.Fatalf("pending changes %v, want none", pend)
+	}
+	if strings.Contains(f.read("f.txt"), "L3") {
+		t.Fatalf("c1 was written again:\n%s", f.read("f.txt"))
+	}
+	// Applying it on purpose still works.
+	if _, err := f.e.Apply(ctx, p, c1.ID, nil); err != nil {
+		t.Fatalf("apply the undone change again: %v", err)
+	}
+	if !strings.Contains(f.read("f.txt"), "L3\n") {
+		t.Fatalf("c1 not applied:\n%s", f.read("f.txt"))
+	}
+}
+
+// TestResetFileIsNotListedApplied: after the file of an applied change is
+// put back (git checkout, a session reset), listing the change says it is
+// no longer there; once the file holds it again, it is applied again.
+func TestResetFileIsNotListedApplied(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	p := f.e.Attach(nil)
+	c, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	applied := f.read("f.txt")
+	f.write("f.txt", twentyLines()) // git checkout .
+	list := f.e.Changes(ChangeFilter{})
+	if len(list) != 1 || list[0].Status != StatusStale || !strings.Contains(list[0].Reason, "no longer holds") {
+		t.Fatalf("after the reset: %+v; want stale, saying the file no longer holds it", list)
+	}
+	if h := list[0].Hunks[0]; h.Status == StatusApplied || h.OldStart != 2 {
+		t.Fatalf("hunk after the reset: %+v; want not applied, placed at line 2 again", h)
+	}
+	if n := len(f.e.Changes(ChangeFilter{Status: StatusApplied})); n != 0 {
+		t.Fatalf("%d changes listed as applied after the reset", n)
+	}
+	if n := len(f.e.Changes(ChangeFilter{Status: StatusStale})); n != 1 {
+		t.Fatalf("%d changes listed as stale after the reset, want 1", n)
+	}
+	f.write("f.txt", applied)
+	if got, _ := f.e.Change(c.ID); got.Status != StatusApplied {
+		t.Fatalf("file holding the change again: %s, want applied", got.Status)
+	}
+}
