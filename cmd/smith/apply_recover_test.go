@@ -5,19 +5,20 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smith-dev/smith/protocol/upstream"
 )
 
-// TestApplyKilledAtEachStepRecovers is issue 16's reproduction: strace
-// kills `smith apply` of 200 one-line changes at its Nth unlink or rename
-// (the journal's removal used to tear a finished apply); `smith apply
-// --recover` must then leave all 200 files old or all new, exit 0, and a
-// second --recover and an unrelated apply must not be blocked.
-func TestApplyKilledAtEachStepRecovers(t *testing.T) {
+// straceOrSkip returns strace's path, or skips when it is missing or
+// cannot trace here.
+func straceOrSkip(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs smith under strace many times")
 	}
@@ -28,6 +29,16 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 	if out, err := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v %s", err, out)
 	}
+	return strace
+}
+
+// TestApplyKilledAtEachStepRecovers is issue 16's reproduction: strace
+// kills `smith apply` of 200 one-line changes at its Nth unlink or rename
+// (the journal's removal used to tear a finished apply); `smith apply
+// --recover` must then leave all 200 files old or all new, exit 0, and a
+// second --recover and an unrelated apply must not be blocked.
+func TestApplyKilledAtEachStepRecovers(t *testing.T) {
+	strace := straceOrSkip(t)
 	smith, err := exec.LookPath("smith") // the test binary as smith (TestMain)
 	if err != nil {
 		t.Fatal(err)
@@ -100,5 +111,83 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 				t.Errorf("an unrelated apply after the recovery: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestChatKilledAtEachRenameSettles is issue 16's second reproduction: the
+// engine killed while applying a change (here `smith chat --yes`, killed
+// by strace at its Kth rename: state saves, the file's temp, the journal)
+// must, at the next start, list the change as applied when the file holds
+// its new text (it listed it as stale), pending when it holds the old, and
+// leave no temp file in the workspace or the state folder.
+func TestChatKilledAtEachRenameSettles(t *testing.T) {
+	strace := straceOrSkip(t)
+	smith, err := exec.LookPath("smith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calc = "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\treturn 0\n}\n"
+	const calls = "renameat,renameat2,rename"
+	for k := 1; k <= 12; k++ {
+		base := t.TempDir()
+		ws := filepath.Join(base, "ws")
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(calc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: "v0", PingInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(up.Handler())
+		state := filepath.Join(base, "state")
+		env := append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+base, "NO_COLOR=1")
+		run := func(name string, args ...string) (string, error) {
+			cmd := exec.Command(name, args...)
+			cmd.Dir, cmd.Env = ws, env
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		_, killErr := run(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace="+calls, "-e", fmt.Sprintf("inject=%s:signal=KILL:when=%d", calls, k),
+			smith, "chat", "--upstream", srv.URL, "--yes", "rename total to subtotal in calc.go")
+		out, err := run(smith, "changes")
+		up.Close()
+		srv.Close()
+		if err != nil {
+			t.Fatalf("K=%d: smith changes after the kill: %v\n%s", k, err, out)
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, "calc.go"))
+		status := ""
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "c1" {
+				status = f[1]
+			}
+		}
+		switch {
+		case bytes.Contains(b, []byte("subtotal")) && status != "applied":
+			t.Errorf("K=%d: calc.go holds the change but c1 is %q, want applied", k, status)
+		case !bytes.Contains(b, []byte("subtotal")) && string(b) != calc:
+			t.Errorf("K=%d: calc.go is torn: %q", k, b)
+		case !bytes.Contains(b, []byte("subtotal")) && status != "" && status != "pending":
+			t.Errorf("K=%d: calc.go is unchanged but c1 is %q, want pending", k, status)
+		}
+		ents, _ := os.ReadDir(ws)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".smith-") {
+				t.Errorf("K=%d: temp file left in the workspace: %s", k, e.Name())
+			}
+		}
+		filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(d.Name(), ".tmp-") {
+				t.Errorf("K=%d: temp file left in the state folder: %s", k, p)
+			}
+			return nil
+		})
+		t.Logf("K=%d: killed %v, calc.go changed %v, c1 %q", k, killErr != nil, bytes.Contains(b, []byte("subtotal")), status)
+		if killErr == nil {
+			break // the chat ran to its end before the Kth rename
+		}
 	}
 }
