@@ -252,6 +252,21 @@ var (
 	ErrMessageTooLong = errors.New("message too long")
 	ErrUnknownChange  = errors.New("unknown change")
 	ErrUnknownDialog  = errors.New("unknown dialog")
-	ErrConflict       = errors.New("conflict")
-	ErrUnsupported    = errors.New("not supported by this upstream")
+	// ErrConflict: the text changed since smith planned against it, or
+	// an editor refused the edit. Its text differs from diffapply's
+	// ErrConflict ("conflict": a hunk that does not match), which the
+	// engine wraps in it, so that a message says which it was.
+	ErrConflict = errors.New("change conflict")
+	// ErrInvalidState: the change or hunk is not in a state that allows
+	// the call (applying a rejected change, nothing to undo).
+	ErrInvalidState = errors.New("not possible in this state")
+	// ErrUpstreamUnreachable and ErrUpstream wrap the errors of the
+	// upstream's client (package protocol): no HTTP answer, or an answer
+	// that is an HTTP error or not an event stream. The fronts map only
+	// the engine's errors.
+	ErrUpstreamUnreachable = errors.New("upstream unreachable")
+	ErrUpstream            = errors.New("upstream error")
+	// ErrStateCorrupt: the workspace's state file cannot be read.
+	ErrStateCorrupt = errors.New("state file unreadable")
+	ErrUnsupported  = errors.New("not supported by this upstream")
 )

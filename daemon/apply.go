@@ -86,7 +86,7 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 		return nil, err
 	}
 	if snap.Abs == "" {
-		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to reject", changeID, snap.Reason)
+		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to reject", ErrInvalidState, changeID, snap.Reason)
 	}
 	ids, err := selectHunks(&snap, hunks, StatusPending, StatusConflict, StatusApplied, StatusAppliedUpstream, StatusUndone)
 	if err != nil {

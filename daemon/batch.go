@@ -180,7 +180,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 		if snap.Reason != "" {
 			why = " (" + snap.Reason + ")"
 		}
-		return nil, fmt.Errorf("change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
+		return nil, fmt.Errorf("%w: change %s is %s%s; only pending changes can be applied", ErrInvalidState, changeID, snap.Status, why)
 	}
 	tg, err := e.current(p, snap.source())
 	if err != nil {
@@ -202,7 +202,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 		return nil, err
 	}
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
-		return nil, fmt.Errorf("change %s has no pending hunk to apply", changeID)
+		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
 	}
 	next, nextExists, err := fp.render(ids)
 	if err != nil {
@@ -446,15 +446,15 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 	case len(recs) > 0:
 		return recs, nil
 	case changeID != "" && !known:
-		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, changeID)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, changeID)
 	case upstream:
 		// The fronts say what can be done instead (reject its hunks, or
 		// the upstream's own session reset or restore).
 		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
 	case changeID != "":
-		return nil, fmt.Errorf("nothing to undo for change %s: smith has not written it", changeID)
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
 	}
-	return nil, errors.New("nothing to undo: smith has written no change in this workspace")
+	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
 }
 
 // newUndoGroup numbers the writes of one apply.

@@ -121,7 +121,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.unlock()
 		}
 	}()
-	if e.st, err = e.store.load(ws); err != nil {
+	if e.st, err = e.store.load(ws); errors.Is(err, errNullState) {
+		e.log.Warn("the state file held null: starting with no changes, dialogs or undo history", "file", e.store.statePath())
+	} else if err != nil {
 		return nil, err
 	}
 	for _, c := range e.st.Changes {

@@ -258,7 +258,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
 		return false, nil
 	}
-	b, err := openBackend(ctx, set)
+	b, err := openBackend(ctx, s, set)
 	if err != nil {
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
 		return false, nil
