@@ -29,6 +29,9 @@ const (
 	outboxChunk = 256 << 10
 	// outboxKeep is the largest batch buffer kept for reuse.
 	outboxKeep = 1 << 20
+	// closeWait bounds how long closing a connection waits for the editor
+	// to read what is still queued (the last answers, exit's).
+	closeWait = 5 * time.Second
 )
 
 // outbox is the write side of an editor connection: a bounded queue of
@@ -235,8 +238,9 @@ func (o *outbox) run() {
 	}
 }
 
-// Close writes what is queued (waiting at most the stall time for an
-// editor that does not read) and closes the transport.
+// Close writes what is queued (waiting at most closeWait, or the stall
+// time when shorter, for an editor that does not read: a shutdown must
+// not hang on it) and closes the transport.
 func (o *outbox) Close() error {
 	o.mu.Lock()
 	o.closing = true
@@ -245,7 +249,7 @@ func (o *outbox) Close() error {
 	case o.wake <- struct{}{}:
 	default:
 	}
-	t := time.NewTimer(o.stall)
+	t := time.NewTimer(min(o.stall, closeWait))
 	defer t.Stop()
 	select {
 	case <-o.done:
