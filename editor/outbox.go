@@ -149,14 +149,14 @@ func (o *outbox) waitLocked(n int) error {
 // waitProgressLocked waits for the writer to make progress, up to stall;
 // if none comes, the editor has stopped reading and the connection fails.
 func (o *outbox) waitProgressLocked(writer bool) error {
-	ch := o.progress
+	ch, stall := o.progress, o.stall
 	o.waiters++
 	if writer {
 		o.blocked++
 		defer func() { o.blocked-- }()
 	}
 	o.mu.Unlock()
-	t := time.NewTimer(o.stall)
+	t := time.NewTimer(stall)
 	var stalled bool
 	select {
 	case <-ch:
@@ -167,11 +167,28 @@ func (o *outbox) waitProgressLocked(writer bool) error {
 	o.mu.Lock()
 	o.waiters--
 	if stalled && ch == o.progress && o.err == nil {
-		err := fmt.Errorf("the editor stopped reading: %d bytes have waited %s; closing the connection (the editor may restart it)", len(o.pending), o.stall)
+		err := fmt.Errorf("the editor stopped reading: %d bytes have waited %s; closing the connection (the editor may restart it)", len(o.pending), stall)
 		o.log.Warn("closing the editor connection", "reason", err)
 		o.failLocked(err)
 	}
 	return o.err
+}
+
+// hurry shortens the stall time to closeWait: the connection is being
+// torn down, and handlers blocked on a full queue must not hold the
+// teardown (a SIGTERM) for the whole stall time.
+func (o *outbox) hurry() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stall > closeWait {
+		o.stall = closeWait
+		if o.waiters > 0 {
+			// Wake them to wait again with the shorter time. Not a sign of
+			// room: they check the queue again.
+			close(o.progress)
+			o.progress = make(chan struct{})
+		}
+	}
 }
 
 // signalLocked wakes everyone waiting for room.
