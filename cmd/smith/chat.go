@@ -157,11 +157,13 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		}
 		last = cs.turn(ctx, line)
 		var ee *ExitError
-		if errors.As(last, &ee) && ee.Code == ExitUnreachable {
-			return last
+		if errors.As(last, &ee) && (ee.Code == ExitUnreachable || ee.Code == ExitInterrupted || ee.Code == ExitTerminated) {
+			return last // nothing more to do here; a signal ends the session too
 		}
 		if last != nil {
-			fmt.Fprintln(s.Err, "smith:", last)
+			if ee == nil || !ee.Silent {
+				fmt.Fprintln(s.Err, "smith:", last)
+			}
 			last = &ExitError{Code: exitCodeOf(last), Err: last, Silent: true}
 		}
 	}
@@ -322,7 +324,7 @@ func outcomeSentence(o protocol.Outcome) string {
 // not answer /health (another dialect's) is left to the turn.
 func refuseDryRun(ctx context.Context, eng backend) error {
 	st, err := eng.Status(ctx)
-	if err != nil || len(st.Server) == 0 {
+	if err != nil || st.Server == nil {
 		return nil
 	}
 	switch st.Dialect {
@@ -330,11 +332,7 @@ func refuseDryRun(ctx context.Context, eng backend) error {
 	default:
 		return nil
 	}
-	var h struct {
-		Service  string `json:"service"`
-		Protocol string `json:"protocol"`
-	}
-	if json.Unmarshal(st.Server, &h) != nil || h.Service != "agentsmithy-server" || h.Protocol == "v0" {
+	if h := st.Server; h.Service != "agentsmithy-server" || h.Protocol == "v0" {
 		return nil
 	}
 	return usageErrorf("--dry-run cannot keep %s from writing: it is an AgentSmithy server, which writes files itself while it answers, "+
