@@ -23,6 +23,7 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/creack/pty"
 
 	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol"
@@ -294,6 +295,9 @@ func start(t *testing.T, f *fixture, c *client, extra ...string) *agentProc {
 			if err := json.Unmarshal([]byte(l), &m); err != nil || string(m["jsonrpc"]) != `"2.0"` {
 				t.Errorf("stdout line %d is not a JSON-RPC 2.0 message: %q", i+1, l)
 			}
+		}
+		if strings.Contains(p.stderr.String(), "waiting for an ACP client") {
+			t.Error("smith acp printed the terminal hint although stdin is a pipe")
 		}
 		if t.Failed() {
 			t.Logf("smith acp stderr:\n%s", p.stderr.String())
@@ -860,5 +864,96 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: f.ws, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Errorf("the connection did not stay up: %v", err)
+	}
+}
+
+// TestUpstreamToolsErrorsAndCitations: the upstream's own tool calls are
+// tool calls of the right kind that end completed; an upstream error is
+// text in the answer and the turn still ends end_turn; citations are
+// resource links in the message.
+func TestUpstreamToolsErrorsAndCitations(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV2})
+	c := &client{}
+	p := start(t, f, c)
+	sid := p.session(t, f)
+	p.prompt(t, sid, "rename total to subtotal in main.go")
+	reads := 0
+	for id, st := range toolCalls(c.updates()) {
+		if strings.HasPrefix(string(id), "change-") {
+			continue
+		}
+		if st.status != sdk.ToolCallStatusCompleted {
+			t.Errorf("upstream tool call %s ended %q, want completed", id, st.status)
+		}
+		if st.kind == sdk.ToolKindRead {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("%d read tool calls, want 1 (read_file): %+v", reads, toolCalls(c.updates()))
+	}
+
+	r := p.prompt(t, sid, "fail with quota exceeded")
+	if r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("a turn with an upstream error ended %q, want end_turn", r.StopReason)
+	}
+	if got := agentText(c.updates()); !strings.Contains(got, "upstream error") || !strings.Contains(got, "quota exceeded") {
+		t.Errorf("the upstream error is not in the answer:\n%s", got)
+	}
+
+	tf := newFixture(t, upstream.Options{Dialect: protocol.DialectTextbook})
+	tc := &client{}
+	tp := start(t, tf, tc, "--dialect", "textbook")
+	tsid := tp.session(t, tf)
+	tp.prompt(t, tsid, "what does main do?")
+	links := 0
+	for _, u := range tc.updates() {
+		if m := u.Update.AgentMessageChunk; m != nil && m.Content.ResourceLink != nil && m.Content.ResourceLink.Uri != "" {
+			links++
+		}
+	}
+	if links == 0 {
+		t.Errorf("no citation came as a resource link: %+v", tc.updates())
+	}
+}
+
+// TestTerminalHint: started by hand (stdin a terminal), smith acp says on
+// stderr what it is waiting for, prints nothing on stdout, and Ctrl-D ends
+// it. (Started by an editor, with pipes, it prints no hint: start checks.)
+func TestTerminalHint(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(smithBin, "acp", "--state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	var stdout, stderr editortest.SyncBuffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if first, _, _ := strings.Cut(stderr.String(), "\n"); !strings.Contains(first, "smith acp: waiting for an ACP client on stdin") || !strings.Contains(first, "smith acp --help") {
+		t.Errorf("stderr's first line %q is not the hint", first)
+	}
+	ptmx.Write([]byte{4}) // Ctrl-D
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("smith acp after Ctrl-D: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("smith acp did not end on Ctrl-D")
+	}
+	if stdout.String() != "" {
+		t.Errorf("stdout is for the protocol only; it got %q", stdout.String())
 	}
 }

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	sse "github.com/tmaxmax/go-sse"
+
 	"github.com/smith-dev/smith/editor"
 	"github.com/smith-dev/smith/editor/editortest"
 )
@@ -35,8 +37,8 @@ import (
 // streamPlan is what the bench upstream sends for one chat request.
 type streamPlan struct {
 	events int           // text deltas
-	every  time.Duration // pause between deltas; 0 sends flat out
-	batch  int           // deltas per flush when flat out
+	every  time.Duration // pause between ticks; 0 sends flat out
+	batch  int           // deltas per flush when flat out, per tick when paced (0: 1)
 }
 
 // benchUpstream serves POST /api/chat with plan's deltas, each stamped
@@ -49,13 +51,14 @@ func benchUpstream(b *testing.B, plan streamPlan) string {
 		fl := w.(http.Flusher)
 		bw := bufio.NewWriterSize(w, 64<<10)
 		next := time.Now()
+		batch := max(plan.batch, 1)
 		for i := 0; i < plan.events; i++ {
-			if plan.every > 0 {
+			if plan.every > 0 && i%batch == 0 {
 				next = next.Add(plan.every)
 				time.Sleep(time.Until(next))
 			}
 			fmt.Fprintf(bw, "data: {\"type\":\"delta\",\"content\":\"%d;lorem ipsum dolor sit amet \"}\n\n", time.Now().UnixNano())
-			if plan.every > 0 || (i+1)%plan.batch == 0 {
+			if (i+1)%batch == 0 {
 				bw.Flush()
 				fl.Flush()
 			}
@@ -115,6 +118,39 @@ func (l *latencies) quantile(q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
+// lagGrowth is the median latency of the last tenth of the events minus
+// that of the first tenth: near zero when the reader keeps up, the
+// backlog's age when it does not.
+func (l *latencies) lagGrowth() time.Duration {
+	n := len(l.d) / 10
+	if n == 0 {
+		return 0
+	}
+	med := func(d []time.Duration) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	return med(l.d[len(l.d)-n:]) - med(l.d[:n])
+}
+
+// cpuTime reads the user+system CPU time of pid from /proc (clock ticks
+// of 10 ms).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which ends at the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
 // vmHWM reads the peak resident set of pid in kB from /proc.
 func vmHWM(pid int) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -142,10 +178,13 @@ func runServeBench(b *testing.B, plan streamPlan) {
 		b.Fatal(err)
 	}
 	var all []time.Duration
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
+	var growth time.Duration
+	pid := ed.Process().Process.Pid
 	for i := 0; i < b.N; i++ {
 		l := &latencies{ended: make(chan struct{})}
 		ed.Observe(l.observe)
+		cpu0, _ := cpuTime(pid)
 		start := time.Now()
 		var res struct {
 			Outcome string `json:"outcome"`
@@ -158,9 +197,14 @@ func runServeBench(b *testing.B, plan streamPlan) {
 			b.Fatalf("outcome %s, %d of %d deltas", res.Outcome, len(l.d), plan.events)
 		}
 		elapsed += l.last.Sub(start)
+		cpu1, _ := cpuTime(pid)
+		cpu += cpu1 - cpu0
+		growth = max(growth, l.lagGrowth())
 		all = append(all, l.d...)
 	}
 	l := &latencies{d: all}
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "cpu-%")
+	b.ReportMetric(float64(growth.Microseconds()), "lag-growth-µs")
 	b.ReportMetric(float64(l.quantile(0.50).Microseconds()), "p50-µs")
 	b.ReportMetric(float64(l.quantile(0.99).Microseconds()), "p99-µs")
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "events/s")
@@ -173,6 +217,67 @@ func runServeBench(b *testing.B, plan streamPlan) {
 // its own, the rate of a fast real model.
 func BenchmarkServePaced(b *testing.B) {
 	runServeBench(b, streamPlan{events: 3000, every: time.Millisecond})
+}
+
+// BenchmarkServeRate100k: 300 000 deltas at 100 000 events/s (100 every
+// millisecond) for 3 s: the rate smith must sustain without its lag
+// growing (lag-growth-µs near 0).
+func BenchmarkServeRate100k(b *testing.B) {
+	runServeBench(b, streamPlan{events: 300000, every: time.Millisecond, batch: 100})
+}
+
+// runDirectBench is the anchor of the serve benchmarks: the same upstream
+// read directly by a go-sse reader in this process, with the same stamps,
+// so that what smith adds is its latency minus this one, measured in the
+// same run.
+func runDirectBench(b *testing.B, plan streamPlan) {
+	up := benchUpstream(b, plan)
+	var all []time.Duration
+	var growth time.Duration
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		l := &latencies{ended: make(chan struct{})}
+		start := time.Now()
+		res, err := http.Post(up+"/api/chat", "application/json", strings.NewReader(`{"message":"stream"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for ev, err := range sse.Read(res.Body, nil) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			data := ev.Data
+			if j := strings.IndexByte(data, ';'); j > 0 && strings.HasPrefix(data, `{"type":"delta","content":"`) {
+				if ns, err := strconv.ParseInt(data[len(`{"type":"delta","content":"`):j], 10, 64); err == nil {
+					l.d = append(l.d, now.Sub(time.Unix(0, ns)))
+					l.last = now
+				}
+			}
+		}
+		res.Body.Close()
+		if len(l.d) != plan.events {
+			b.Fatalf("%d of %d deltas", len(l.d), plan.events)
+		}
+		elapsed += l.last.Sub(start)
+		growth = max(growth, l.lagGrowth())
+		all = append(all, l.d...)
+	}
+	l := &latencies{d: all}
+	b.ReportMetric(float64(l.quantile(0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(l.quantile(0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(growth.Microseconds()), "lag-growth-µs")
+}
+
+// BenchmarkDirectPaced is BenchmarkServePaced's anchor.
+func BenchmarkDirectPaced(b *testing.B) {
+	runDirectBench(b, streamPlan{events: 3000, every: time.Millisecond})
+}
+
+// BenchmarkDirectRate100k is BenchmarkServeRate100k's anchor.
+func BenchmarkDirectRate100k(b *testing.B) {
+	runDirectBench(b, streamPlan{events: 300000, every: time.Millisecond, batch: 100})
 }
 
 // BenchmarkServeFlatOut: 200 000 deltas (a 9 MB answer) as fast as the

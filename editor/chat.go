@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
@@ -51,9 +53,18 @@ func (c *client) chat(ctx context.Context, p *ChatParams) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prog := c.startProgress(ctx, p.WorkDoneToken, "smith: "+firstLine(p.Message, 60), cancel)
+	var buf []byte // eventParams' buffer: emit runs on one goroutine
 	emit := func(ev protocol.Event) {
 		prog.event(ev)
-		if err := c.conn.Notify(context.Background(), MethodEvent, &EventParams{DialogID: ev.DialogID, TurnID: ev.TurnID, Seq: ev.Seq, Event: ev}); err != nil {
+		params := &EventParams{DialogID: ev.DialogID, TurnID: ev.TurnID, Seq: ev.Seq, Event: ev}
+		var err error
+		if raw, ok := eventParams(buf, params); ok {
+			buf = raw
+			err = c.conn.Notify(context.Background(), MethodEvent, jsonrpc2.RawMessage(raw))
+		} else {
+			err = c.conn.Notify(context.Background(), MethodEvent, params)
+		}
+		if err != nil {
 			c.log.Debug("sending smith/event", "err", err)
 		}
 	}

@@ -14,8 +14,13 @@ import (
 // "Backpressure").
 const (
 	// defaultOutboxLimit is how many bytes may wait for the editor to read
-	// them. Beyond it, writers wait and no further request is read.
-	defaultOutboxLimit = 4 << 20
+	// them. Beyond it, writers wait and no further request is read. It is
+	// small on purpose: what waits here ages (at 100 000 events/s, 256 KiB
+	// is about 10 ms of a turn's notifications; 4 MiB made events wait
+	// 0.2-0.8 s behind an editor a little slower than the upstream), and
+	// a turn held back holds the upstream's stream back too, which is the
+	// backpressure wanted. One frame larger than the limit still goes.
+	defaultOutboxLimit = 256 << 10
 	// defaultWriteStall is how long the queue may stay full with the editor
 	// reading nothing before the connection is closed.
 	defaultWriteStall = time.Minute

@@ -51,7 +51,7 @@ type Options struct {
 	// serves its attach socket this way, so that editors and other
 	// terminals join it.
 	Engine *daemon.Engine
-	// QueueLimit bounds the bytes queued toward one editor; 0 means 4 MiB.
+	// QueueLimit bounds the bytes queued toward one editor; 0 means 256 KiB.
 	// When it is reached, notifications wait and no further request is
 	// read until the editor has read some (docs/protocol.md,
 	// "Backpressure").
