@@ -203,8 +203,11 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 			e.learnDialog(t, ev.DialogID)
 			res.DialogID = ev.DialogID
 		case local && ev.DialogID != "" && ev.DialogID != upstreamID:
+			// The server named the dialog: that name is the dialog's.
 			upstreamID = ev.DialogID
-			e.learnUpstreamID(t.dialog, upstreamID)
+			if e.adoptServerID(t, upstreamID) {
+				res.DialogID = t.dialog
+			}
 		case local:
 			if id := contextID(ev); id != "" && id != upstreamID {
 				upstreamID = id
