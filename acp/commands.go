@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // The slash commands reach what ACP has no method for: the AgentSmithy
@@ -60,18 +60,18 @@ func (a *agent) command(ctx context.Context, s *session, name, arg string) (sdk.
 		out = a.changesText(s)
 	case "undo":
 		var c *daemon.Change
-		if c, err = a.eng.Undo(ctx, a.peer, arg); err == nil {
+		if c, err = a.eng.Undo(daemon.WithPeer(ctx, a.peer), arg); err == nil {
 			out = fmt.Sprintf("Undone: change %s (%s) is now %s.", c.ID, c.Path, c.Status)
 		}
 	case "approve":
-		var raw json.RawMessage
-		if raw, err = a.eng.Approve(ctx, s.id); err == nil {
-			out = "Approved the session's changes.\n\n```json\n" + string(raw) + "\n```"
+		var r *protocol.ApproveResult
+		if r, err = a.eng.Approve(ctx, s.id); err == nil {
+			out = fmt.Sprintf("Approved the session's changes: %d checkpoint(s), now at `%s` (new session %s).", r.CommitsApproved, r.ApprovedCommit, r.NewSession)
 		}
 	case "reset":
-		var raw json.RawMessage
-		if raw, err = a.eng.Reset(ctx, s.id); err == nil {
-			out = "Reset the files to the approved state.\n\n```json\n" + string(raw) + "\n```"
+		var r *protocol.ResetResult
+		if r, err = a.eng.Reset(ctx, s.id); err == nil {
+			out = fmt.Sprintf("Reset the files to the approved state `%s` (new session %s).", r.ResetTo, r.NewSession)
 		}
 	case "dialogs":
 		var ds []daemon.Dialog
@@ -101,7 +101,7 @@ func (a *agent) command(ctx context.Context, s *session, name, arg string) (sdk.
 }
 
 func (a *agent) changesText(s *session) string {
-	cs := a.eng.Changes(daemon.ChangeFilter{DialogID: s.id})
+	cs := a.changes(daemon.ChangeFilter{DialogID: s.id})
 	if len(cs) == 0 {
 		return "No changes in this session yet."
 	}
@@ -114,4 +114,13 @@ func (a *agent) changesText(s *session) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// changes lists the engine's changes; a listing that fails lists none.
+func (a *agent) changes(f daemon.ChangeFilter) []daemon.Change {
+	cs, err := a.eng.Changes(a.ctx, f)
+	if err != nil {
+		return nil
+	}
+	return cs
 }

@@ -52,13 +52,9 @@ func history(ctx context.Context, eng *daemon.Engine, id string) ([]protocol.His
 	var all []protocol.HistoryEvent
 	before := -1
 	for {
-		raw, err := eng.History(ctx, id, historyPage, before)
+		pg, err := eng.History(ctx, id, historyPage, before)
 		if err != nil {
 			return nil, err
-		}
-		var pg protocol.HistoryPage
-		if err := json.Unmarshal(raw, &pg); err != nil {
-			return nil, fmt.Errorf("read a history page: %w", err)
 		}
 		all = append(pg.Events, all...)
 		if !pg.HasMore || len(pg.Events) == 0 || pg.FirstIdx <= 0 || pg.FirstIdx == before {
@@ -100,7 +96,7 @@ func (a *agent) replay(s *session, events []protocol.HistoryEvent) {
 				sdk.WithStartContent(content), sdk.WithStartLocations([]sdk.ToolCallLocation{{Path: path}})))
 		}
 	}
-	for _, c := range a.eng.Changes(daemon.ChangeFilter{DialogID: s.id}) {
+	for _, c := range a.changes(daemon.ChangeFilter{DialogID: s.id}) {
 		if c.Status == daemon.StatusAppliedUpstream {
 			continue // in the history as file_edit
 		}

@@ -74,7 +74,7 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 func (a *agent) turn(ctx context.Context, s *session, msg string, cctx *protocol.ChatContext) (sdk.StopReason, error) {
 	t := newTurnMapper(a, s, ctx)
 	go t.work()
-	res, err := a.eng.Chat(ctx, a.peer, daemon.ChatRequest{DialogID: s.id, Message: msg, Context: cctx}, t.emit)
+	res, err := a.eng.Chat(daemon.WithPeer(ctx, a.peer), daemon.ChatRequest{DialogID: s.id, Message: msg, Context: cctx}, t.emit)
 	if res != nil {
 		t.turnID = res.TurnID
 		t.scan()

@@ -290,7 +290,7 @@ func (t *turnMapper) scan() {
 	if t.turnID == "" {
 		return
 	}
-	for _, c := range t.a.eng.Changes(daemon.ChangeFilter{TurnID: t.turnID}) {
+	for _, c := range t.a.changes(daemon.ChangeFilter{TurnID: t.turnID}) {
 		if t.announced[c.ID] {
 			continue
 		}
@@ -485,7 +485,7 @@ func (t *turnMapper) decide(id string) bool {
 // connection's context: a write is never cut off halfway by a cancel.
 func (t *turnMapper) apply(id string) {
 	t.a.update(t.s.id, sdk.UpdateToolCall(changeToolID(id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
-	c, err := t.a.eng.Apply(t.a.ctx, t.a.peer, id, nil)
+	c, err := t.a.eng.Apply(daemon.WithPeer(t.a.ctx, t.a.peer), id, nil)
 	if err != nil {
 		t.finish(id, sdk.ToolCallStatusFailed, "not applied: "+err.Error())
 		return
@@ -495,7 +495,7 @@ func (t *turnMapper) apply(id string) {
 }
 
 func (t *turnMapper) reject(id string) {
-	c, err := t.a.eng.Reject(t.a.ctx, t.a.peer, id, nil)
+	c, err := t.a.eng.Reject(daemon.WithPeer(t.a.ctx, t.a.peer), id, nil)
 	if err != nil {
 		t.finish(id, sdk.ToolCallStatusFailed, "reject failed: "+err.Error())
 		return

@@ -15,6 +15,60 @@ import (
 // files of this package) keeping these names and meanings; additions are
 // fine, changes are announced to the fronts.
 
+// API is the engine's session API: every front (the CLI, the LSP front,
+// the ACP agent, the VS Code extension) programs against it, in process
+// or across a connection. *Engine implements it, and so does the client
+// of a running smith serve (editor.Client), so a capability is added in
+// three places: the engine, the wire mapping (package editor) and the
+// client; the compiler finds the rest.
+//
+// The calls that act for a front (a turn, an apply through its open
+// buffers, its turn limit) take the front from ctx (WithPeer); without one
+// they act for the engine's own front, which has no editor.
+type API interface {
+	Chat(ctx context.Context, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error)
+
+	Changes(ctx context.Context, f ChangeFilter) ([]Change, error)
+	Preview(ctx context.Context, changeID string, hunks []string) (*Preview, error)
+	Apply(ctx context.Context, changeID string, hunks []string) (*Change, error)
+	Reject(ctx context.Context, changeID string, hunks []string) (*Change, error)
+	Undo(ctx context.Context, changeID string) (*Change, error)
+	ApplyPatch(ctx context.Context, dialogID string, changes []protocol.Change) ([]Change, error)
+
+	Dialogs(ctx context.Context) ([]Dialog, error)
+	NewDialog(ctx context.Context, title string) (Dialog, error)
+	SelectDialog(ctx context.Context, id string) error
+	RenameDialog(ctx context.Context, id, title string) error
+	DeleteDialog(ctx context.Context, id string) error
+	History(ctx context.Context, dialogID string, limit, before int) (*protocol.HistoryPage, error)
+
+	Session(ctx context.Context, dialogID string) (*protocol.SessionStatus, error)
+	Checkpoints(ctx context.Context, dialogID string) (*protocol.CheckpointList, error)
+	Approve(ctx context.Context, dialogID string) (*protocol.ApproveResult, error)
+	Reset(ctx context.Context, dialogID string) (*protocol.ResetResult, error)
+	Restore(ctx context.Context, dialogID, checkpoint string) (*protocol.RestoreResult, error)
+
+	Status(ctx context.Context) (Status, error)
+}
+
+var _ API = (*Engine)(nil)
+
+type peerKey struct{}
+
+// WithPeer returns ctx carrying p: the engine's calls made with it act for
+// p's front (its open buffers, its turns and their limit).
+func WithPeer(ctx context.Context, p *Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// peerOf is the front ctx carries, else the engine's own.
+func (e *Engine) peerOf(ctx context.Context) *Peer {
+	if p, ok := ctx.Value(peerKey{}).(*Peer); ok && p != nil {
+		return p
+	}
+	return e.local
+}
+
 // Config configures an Engine. Zero values mean the documented default.
 type Config struct {
 	Workspace   string           // absolute workspace root (required)

@@ -76,7 +76,8 @@ func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
 // (applied, appliedUpstream) it reverse-applies exactly those hunks to the
 // text the user sees; an unsure reverse match is ErrConflict and nothing is
 // written.
-func (e *Engine) Reject(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
+func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*Change, error) {
+	p := e.peerOf(ctx)
 	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()

@@ -235,7 +235,8 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 // ErrConflict (wrapped with the reason); nothing is written then, and the
 // change is re-validated against the new text (announced with
 // changeUpdated) so that a second Apply can succeed when it still matches.
-func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []string) (*Change, error) {
+func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*Change, error) {
+	p := e.peerOf(ctx)
 	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
@@ -254,7 +255,8 @@ func (e *Engine) Apply(ctx context.Context, p *Peer, changeID string, hunks []st
 // different files) together: all are written or none (open buffers in one
 // ApplyEdit per editor, the rest in one atomic disk commit). They share an
 // undo group: Undo("") takes them all back at once.
-func (e *Engine) ApplyChanges(ctx context.Context, p *Peer, changeIDs []string) ([]Change, error) {
+func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change, error) {
+	p := e.peerOf(ctx)
 	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
@@ -340,7 +342,8 @@ func (e *Engine) failUndo(steps []*applyStep) {
 // ErrConflict, writing nothing, when a file changed since smith's write.
 // It works across restarts: the bytes come from the journal in the state
 // directory. The returned change is the (last) one undone.
-func (e *Engine) Undo(ctx context.Context, p *Peer, changeID string) (*Change, error) {
+func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
+	p := e.peerOf(ctx)
 	defer e.flush()
 	e.applyMu.Lock()
 	defer e.applyMu.Unlock()
@@ -468,27 +471,27 @@ func (e *Engine) newUndoGroup() int {
 // ApplyChanges: all or none, journalled as one undo group, so that Undo("")
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
-func (e *Engine) ApplyPatch(ctx context.Context, p *Peer, dialogID string, chs []protocol.Change) ([]Change, error) {
+func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
 	if len(chs) == 0 {
 		return nil, errors.New("no change to apply")
 	}
 	var ids []string
 	giveUp := func() {
 		for _, id := range ids {
-			if _, err := e.Reject(ctx, p, id, nil); err != nil {
+			if _, err := e.Reject(ctx, id, nil); err != nil {
 				e.log.Warn("reject a change of a patch that was not applied", "change", id, "err", err)
 			}
 		}
 	}
 	for _, ch := range chs {
-		c, err := e.Propose(p, dialogID, ch)
+		c, err := e.Propose(ctx, dialogID, ch)
 		if err != nil {
 			giveUp()
 			return nil, err
 		}
 		ids = append(ids, c.ID)
 	}
-	out, err := e.ApplyChanges(ctx, p, ids)
+	out, err := e.ApplyChanges(ctx, ids)
 	if err != nil {
 		giveUp()
 		return nil, err

@@ -19,7 +19,7 @@ func BenchmarkTurnWithChange(b *testing.B) {
 		if i%2 == 1 {
 			from, to = to, from
 		}
-		res, err := f.e.Chat(context.Background(), p, ChatRequest{Message: fmt.Sprintf("rename %s to %s in main.go", from, to)}, nil)
+		res, err := f.e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: fmt.Sprintf("rename %s to %s in main.go", from, to)}, nil)
 		if err != nil || len(res.Changes) != 1 {
 			b.Fatalf("turn: %v %+v", err, res)
 		}
@@ -37,17 +37,17 @@ func BenchmarkApplyUndo(b *testing.B) {
 	f := newFixture(b, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": sb.String()},
 		mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
-	res, err := f.e.Chat(context.Background(), p, ChatRequest{Message: "rename Foo to Bar in main.go"}, nil)
+	res, err := f.e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: "rename Foo to Bar in main.go"}, nil)
 	if err != nil || len(res.Changes) != 1 {
 		b.Fatalf("turn: %v %+v", err, res)
 	}
 	id := res.Changes[0]
 	b.ResetTimer()
 	for range b.N {
-		if _, err := f.e.Apply(context.Background(), p, id, nil); err != nil {
+		if _, err := f.e.Apply(WithPeer(context.Background(), p), id, nil); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := f.e.Undo(context.Background(), p, id); err != nil {
+		if _, err := f.e.Undo(WithPeer(context.Background(), p), id); err != nil {
 			b.Fatal(err)
 		}
 	}

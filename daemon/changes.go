@@ -106,7 +106,8 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // applied, rejected and undone like one. A path outside the workspace is
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
-func (e *Engine) Propose(p *Peer, dialogID string, ch protocol.Change) (*Change, error) {
+func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
+	p := e.peerOf(ctx)
 	if _, _, err := e.ws.resolve(ch.Path); err != nil {
 		return nil, err
 	}
@@ -321,7 +322,7 @@ func (e *Engine) view(id string) *Change {
 // Changes lists change proposals, oldest first, as they are now: a written
 // change whose file no longer holds it (reset, edited) is listed stale,
 // whatever was recorded (present). The status filter applies to that.
-func (e *Engine) Changes(f ChangeFilter) []Change {
+func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	e.mu.Lock()
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
@@ -340,7 +341,7 @@ func (e *Engine) Changes(f ChangeFilter) []Change {
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Change returns one change by id.

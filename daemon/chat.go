@@ -53,8 +53,10 @@ func (e *Engine) clientConfig() protocol.ClientConfig {
 // is non-nil only when no turn was started (limits, busy, no dialog) or the
 // upstream was unreachable/refused the request; in the latter case the turn
 // still ended with an error event and turnEnd, and the result is returned
-// too. A nil p is a caller without a Peer: it has no turn limit.
-func (e *Engine) Chat(ctx context.Context, p *Peer, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
+// too. The turn belongs to the front ctx carries (WithPeer), whose limit
+// it counts against.
+func (e *Engine) Chat(ctx context.Context, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
+	p := e.peerOf(ctx)
 	if emit == nil {
 		emit = func(protocol.Event) {}
 	}
@@ -324,7 +326,7 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 		e.notifyAll(Notification{Kind: NoteFileChanged, Path: c.Abs})
 	}
 	if e.cfg.AutoApply && view != nil && view.Status == StatusPending {
-		if _, err := e.Apply(t.ctx, t.peer, c.ID, nil); err != nil {
+		if _, err := e.Apply(WithPeer(t.ctx, t.peer), c.ID, nil); err != nil {
 			e.log.Warn("auto-apply", "change", c.ID, "err", err)
 		}
 	}

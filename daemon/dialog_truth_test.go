@@ -52,7 +52,7 @@ func TestServerNamedDialogIsTheDialog(t *testing.T) {
 
 	for turn := 1; turn <= 2; turn++ {
 		var evs []protocol.Event
-		res, err := e.Chat(context.Background(), p, ChatRequest{Message: "hi"}, func(ev protocol.Event) { evs = append(evs, ev) })
+		res, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: "hi"}, func(ev protocol.Event) { evs = append(evs, ev) })
 		if err != nil || res.Outcome != protocol.OutcomeCompleted {
 			t.Fatalf("turn %d: %v, %+v", turn, err, res)
 		}

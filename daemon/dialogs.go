@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -307,11 +306,9 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) error {
 }
 
 // History returns a page of a dialog's history, newest last. before < 0
-// means the latest page. AgentSmithy's raw page is returned as is; a local
-// dialog returns {"dialog_id", "events": [{"type": "user"|"chat", "idx",
-// "content"}], "total_events", "has_more", "first_idx", "last_idx"} in the
-// same shape.
-func (e *Engine) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+// means the latest page. AgentSmithy's page is returned as it comes; a
+// local dialog's has the same shape with "user" and "chat" events.
+func (e *Engine) History(ctx context.Context, id string, limit, before int) (*protocol.HistoryPage, error) {
 	if limit <= 0 {
 		limit = 20
 	}
@@ -331,37 +328,22 @@ func (e *Engine) History(ctx context.Context, id string, limit, before int) (jso
 	return localHistoryPage(id, msgs, limit, before)
 }
 
-type historyEvent struct {
-	Type    string `json:"type"`
-	Idx     int    `json:"idx"`
-	Content string `json:"content"`
-}
-
-type historyPage struct {
-	DialogID    string         `json:"dialog_id"`
-	Events      []historyEvent `json:"events"`
-	TotalEvents int            `json:"total_events"`
-	HasMore     bool           `json:"has_more"`
-	FirstIdx    int            `json:"first_idx"`
-	LastIdx     int            `json:"last_idx"`
-}
-
-func localHistoryPage(id string, msgs []protocol.HistoryMessage, limit, before int) (json.RawMessage, error) {
+func localHistoryPage(id string, msgs []protocol.HistoryMessage, limit, before int) (*protocol.HistoryPage, error) {
 	end := len(msgs)
 	if before >= 0 && before < end {
 		end = before
 	}
 	start := max(0, end-limit)
-	p := historyPage{DialogID: id, Events: []historyEvent{}, TotalEvents: len(msgs), HasMore: start > 0}
+	p := &protocol.HistoryPage{DialogID: id, Events: []protocol.HistoryEvent{}, TotalEvents: len(msgs), HasMore: start > 0}
 	for i := start; i < end; i++ {
 		typ := "chat"
 		if msgs[i].Role == "user" {
 			typ = "user"
 		}
-		p.Events = append(p.Events, historyEvent{Type: typ, Idx: i, Content: msgs[i].Content})
+		p.Events = append(p.Events, protocol.HistoryEvent{Type: typ, Idx: &i, Content: msgs[i].Content})
 	}
 	if len(p.Events) > 0 {
 		p.FirstIdx, p.LastIdx = start, end-1
 	}
-	return json.Marshal(p)
+	return p, nil
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +62,7 @@ type Engine struct {
 	outbox    []Notification // queued under applyMu, sent by flush
 	detected  string         // dialect (and version) of the last stream
 	closed    bool
+	local     *Peer // the engine's own front (no editor): calls without WithPeer
 
 	// applyMu serialises writes to workspace files (apply, reject, undo) so
 	// that "check the file, then write it" is not interleaved with another
@@ -143,6 +143,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Upstream != "" {
 		e.client = protocol.NewClient(e.clientConfig())
 	}
+	e.local = e.Attach(nil)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	if !cfg.NoWatch {
 		w, err := newWatcher(e)
@@ -307,15 +308,15 @@ type ChangeFilter struct {
 
 // Status describes the engine for `smith status` and smith/status.
 type Status struct {
-	Workspace     string          `json:"workspace"`
-	Upstream      string          `json:"upstream"`
-	Dialect       string          `json:"dialect"`
-	Detected      string          `json:"detected,omitempty"` // addition: what the last turn's stream was, e.g. "agentsmithy v2"
-	Reachable     bool            `json:"reachable"`
-	Error         string          `json:"error,omitempty"`
-	Server        json.RawMessage `json:"server,omitempty"` // the upstream's /health answer
-	CurrentDialog string          `json:"currentDialog,omitempty"`
-	RunningTurns  int             `json:"runningTurns"`
-	Pending       int             `json:"pendingChanges"`
-	StateDir      string          `json:"stateDir"`
+	Workspace     string           `json:"workspace"`
+	Upstream      string           `json:"upstream"`
+	Dialect       string           `json:"dialect"`
+	Detected      string           `json:"detected,omitempty"` // addition: what the last turn's stream was, e.g. "agentsmithy v2"
+	Reachable     bool             `json:"reachable"`
+	Error         string           `json:"error,omitempty"`
+	Server        *protocol.Health `json:"server,omitempty"` // the upstream's /health answer
+	CurrentDialog string           `json:"currentDialog,omitempty"`
+	RunningTurns  int              `json:"runningTurns"`
+	Pending       int              `json:"pendingChanges"`
+	StateDir      string           `json:"stateDir"`
 }

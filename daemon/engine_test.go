@@ -65,7 +65,7 @@ func TestV2TurnRecordsAppliedUpstreamAndRejectsOneHunk(t *testing.T) {
 	}
 
 	// Reject the second hunk: exactly that hunk is reverse-applied.
-	got, err := f.e.Reject(context.Background(), p, c.ID, []string{c.Hunks[1].ID})
+	got, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, []string{c.Hunks[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestV0ProposalAppliedToDisk(t *testing.T) {
 	if f.read("main.go") != mainGo {
 		t.Fatal("a proposal was written before Apply")
 	}
-	got, err := f.e.Apply(context.Background(), p, c.ID, nil)
+	got, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestV0ProposalAppliedToOpenBufferWithItsVersion(t *testing.T) {
 	p := f.e.Attach(ed)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	c := f.change(res)
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	calls := ed.applyCalls()
@@ -139,7 +139,7 @@ func TestPlanUsesTheOpenBufferNotDisk(t *testing.T) {
 
 func TestPerHunkApplyThenTheRest(t *testing.T) {
 	f, p, c := renameProposed(t)
-	got, err := f.e.Apply(context.Background(), p, c.ID, []string{c.Hunks[1].ID})
+	got, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, []string{c.Hunks[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +149,10 @@ func TestPerHunkApplyThenTheRest(t *testing.T) {
 	if got.Status != StatusPending || got.Hunks[0].Status != StatusPending || got.Hunks[1].Status != StatusApplied {
 		t.Fatalf("after one hunk: %+v", got)
 	}
-	if _, err := f.e.Apply(context.Background(), p, c.ID, []string{c.Hunks[1].ID}); err == nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, []string{c.Hunks[1].ID}); err == nil {
 		t.Fatal("applying an applied hunk again succeeded")
 	}
-	got, err = f.e.Apply(context.Background(), p, c.ID, nil)
+	got, err = f.e.Apply(WithPeer(context.Background(), p), c.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,14 +163,14 @@ func TestPerHunkApplyThenTheRest(t *testing.T) {
 
 func TestRejectPendingWritesNothing(t *testing.T) {
 	f, p, c := renameProposed(t)
-	got, err := f.e.Reject(context.Background(), p, c.ID, nil)
+	got, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Status != StatusRejected || f.read("main.go") != mainGo {
 		t.Fatalf("after reject: %+v\n%s", got, f.read("main.go"))
 	}
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err == nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err == nil {
 		t.Fatal("a rejected change was applied")
 	}
 	if f.read("main.go") != mainGo {
@@ -183,12 +183,12 @@ func TestUndoAfterRestart(t *testing.T) {
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	c := f.change(res)
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	res2, _ := f.mustChat(p, "create b.txt with two")
 	c2 := f.change(res2)
-	if _, err := f.e.Apply(context.Background(), p, c2.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c2.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Someone edits b.txt after smith wrote it.
@@ -199,15 +199,15 @@ func TestUndoAfterRestart(t *testing.T) {
 
 	f.e = f.open()
 	p = f.e.Attach(nil)
-	applied := f.e.Changes(ChangeFilter{Status: StatusApplied})
+	applied := f.e.list(ChangeFilter{Status: StatusApplied})
 	if len(applied) != 1 || applied[0].ID != c.ID {
 		t.Fatalf("after restart the applied changes are %+v", applied)
 	}
 	// b.txt no longer holds c2: it is listed stale, not applied.
-	if stale := f.e.Changes(ChangeFilter{Status: StatusStale}); len(stale) != 1 || stale[0].ID != c2.ID {
+	if stale := f.e.list(ChangeFilter{Status: StatusStale}); len(stale) != 1 || stale[0].ID != c2.ID {
 		t.Fatalf("after restart the stale changes are %+v", stale)
 	}
-	got, err := f.e.Undo(context.Background(), p, c.ID)
+	got, err := f.e.Undo(WithPeer(context.Background(), p), c.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestUndoAfterRestart(t *testing.T) {
 	if got.Status != StatusUndone {
 		t.Fatalf("status after undo: %s", got.Status)
 	}
-	_, err = f.e.Undo(context.Background(), p, c2.ID)
+	_, err = f.e.Undo(WithPeer(context.Background(), p), c2.ID)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "b.txt") {
 		t.Fatalf("undo over a changed file: %v, want ErrConflict naming b.txt", err)
 	}
@@ -234,7 +234,7 @@ func TestConflictWhenFileChangedBetweenPlanAndApply(t *testing.T) {
 	c := f.change(res)
 	edited := strings.Replace(mainGo, "return 1", "return 42", 1)
 	f.write("main.go", edited)
-	_, err := f.e.Apply(context.Background(), p, c.ID, nil)
+	_, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "main.go") {
 		t.Fatalf("apply over a changed file: %v, want ErrConflict naming main.go", err)
 	}
@@ -251,7 +251,7 @@ func TestStaleBufferVersionIsAConflict(t *testing.T) {
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	c := f.change(res)
 	ed.refuse = errRefused // the buffer moved on between our read and the edit
-	_, err := f.e.Apply(context.Background(), p, c.ID, nil)
+	_, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil)
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("refused edit: %v, want ErrConflict", err)
 	}
@@ -285,7 +285,7 @@ func TestWatcherRevalidatesPendingChanges(t *testing.T) {
 			return n.Kind == NoteChangeUpdated && n.Change != nil && n.Change.ID == c.ID && n.Change.Status == StatusConflict
 		})
 	})
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); !errors.Is(err, ErrConflict) {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); !errors.Is(err, ErrConflict) {
 		t.Fatalf("apply of a conflicting change: %v", err)
 	}
 }
@@ -339,10 +339,10 @@ func TestOutsideWorkspaceFileEditIsRefused(t *testing.T) {
 		if c.Status != StatusRejected || !strings.Contains(c.Reason, "outside") {
 			t.Fatalf("change %+v: want rejected as outside the workspace", c)
 		}
-		if _, err := f.e.Apply(context.Background(), p, id, nil); err == nil {
+		if _, err := f.e.Apply(WithPeer(context.Background(), p), id, nil); err == nil {
 			t.Fatal("an outside change was applied")
 		}
-		if _, err := f.e.Reject(context.Background(), p, id, nil); err == nil {
+		if _, err := f.e.Reject(WithPeer(context.Background(), p), id, nil); err == nil {
 			t.Fatal("an outside change was reverse-applied")
 		}
 	}

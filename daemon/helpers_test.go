@@ -243,7 +243,7 @@ func (f *fixture) write(rel, text string) {
 // chat runs a turn and collects its events.
 func (f *fixture) chat(ctx context.Context, p *Peer, req ChatRequest) (*ChatResult, []protocol.Event, error) {
 	var evs []protocol.Event
-	res, err := f.e.Chat(ctx, p, req, func(ev protocol.Event) { evs = append(evs, ev) })
+	res, err := f.e.Chat(WithPeer(ctx, p), req, func(ev protocol.Event) { evs = append(evs, ev) })
 	return res, evs, err
 }
 
@@ -297,3 +297,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 var errRefused = errors.New("refused by the test editor")
+
+// list is Changes for tests that need no context and expect no error.
+func (e *Engine) list(f ChangeFilter) []Change {
+	cs, err := e.Changes(context.Background(), f)
+	if err != nil {
+		panic(err)
+	}
+	return cs
+}

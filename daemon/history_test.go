@@ -77,7 +77,7 @@ func TestLongAnswerStateStaysSmall(t *testing.T) {
 	defer e.Close()
 	p := e.Attach(nil)
 	var streamed strings.Builder
-	res, err := e.Chat(context.Background(), p, ChatRequest{Message: "tell me everything"}, func(ev protocol.Event) {
+	res, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: "tell me everything"}, func(ev protocol.Event) {
 		if ev.Type == protocol.KindText {
 			streamed.WriteString(ev.Text)
 		}

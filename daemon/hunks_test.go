@@ -49,7 +49,7 @@ func TestHunksCarryTheirPlaceInTheTextNow(t *testing.T) {
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	ctx := context.Background()
-	c, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: twoHunks})
+	c, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "f.txt", Diff: twoHunks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestHunksCarryTheirPlaceInTheTextNow(t *testing.T) {
 		t.Fatalf("change diff:\n%s\nwant:\n%s", c.Diff, want)
 	}
 
-	if _, err := f.e.Apply(ctx, p, c.ID, []string{"h1"}); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c.ID, []string{"h1"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := f.e.Change(c.ID)
@@ -83,7 +83,7 @@ func TestHunksCarryTheirPlaceInTheTextNow(t *testing.T) {
 		t.Fatalf("hunks after applying h1 (-want +got):\n%s", diff)
 	}
 
-	if _, err := f.e.Apply(ctx, p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = f.e.Change(c.ID)

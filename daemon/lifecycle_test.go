@@ -16,21 +16,21 @@ func TestUndoneStaysUndone(t *testing.T) {
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	ctx := context.Background()
-	c1, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
+	c1, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
+	c2, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Apply(ctx, p, c1.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c1.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Undo(ctx, p, c1.ID); err != nil {
+	if _, err := f.e.Undo(WithPeer(ctx, p), c1.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Apply(ctx, p, c2.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c2.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.e.Revalidate(f.path("f.txt"))
@@ -41,14 +41,14 @@ func TestUndoneStaysUndone(t *testing.T) {
 	if got.Status != StatusUndone || got.Hunks[0].Status != StatusUndone {
 		t.Fatalf("c1 after undo and another apply: status %s, hunk %s; want undone, undone", got.Status, got.Hunks[0].Status)
 	}
-	if pend := f.e.Changes(ChangeFilter{Status: StatusPending}); len(pend) != 0 {
+	if pend := f.e.list(ChangeFilter{Status: StatusPending}); len(pend) != 0 {
 		t.Fatalf("pending changes %v, want none", pend)
 	}
 	if strings.Contains(f.read("f.txt"), "L3") {
 		t.Fatalf("c1 was written again:\n%s", f.read("f.txt"))
 	}
 	// Applying it on purpose still works.
-	if _, err := f.e.Apply(ctx, p, c1.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c1.ID, nil); err != nil {
 		t.Fatalf("apply the undone change again: %v", err)
 	}
 	if !strings.Contains(f.read("f.txt"), "L3\n") {
@@ -62,26 +62,26 @@ func TestUndoneStaysUndone(t *testing.T) {
 func TestResetFileIsNotListedApplied(t *testing.T) {
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
-	c, err := f.e.Propose(p, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
+	c, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	applied := f.read("f.txt")
 	f.write("f.txt", twentyLines()) // git checkout .
-	list := f.e.Changes(ChangeFilter{})
+	list := f.e.list(ChangeFilter{})
 	if len(list) != 1 || list[0].Status != StatusStale || !strings.Contains(list[0].Reason, "no longer holds") {
 		t.Fatalf("after the reset: %+v; want stale, saying the file no longer holds it", list)
 	}
 	if h := list[0].Hunks[0]; h.Status == StatusApplied || h.OldStart != 2 {
 		t.Fatalf("hunk after the reset: %+v; want not applied, placed at line 2 again", h)
 	}
-	if n := len(f.e.Changes(ChangeFilter{Status: StatusApplied})); n != 0 {
+	if n := len(f.e.list(ChangeFilter{Status: StatusApplied})); n != 0 {
 		t.Fatalf("%d changes listed as applied after the reset", n)
 	}
-	if n := len(f.e.Changes(ChangeFilter{Status: StatusStale})); n != 1 {
+	if n := len(f.e.list(ChangeFilter{Status: StatusStale})); n != 1 {
 		t.Fatalf("%d changes listed as stale after the reset, want 1", n)
 	}
 	f.write("f.txt", applied)

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -37,10 +36,10 @@ func TestUndoThroughTheEditor(t *testing.T) {
 	p := f.e.Attach(ed)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	c := f.change(res)
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.e.Undo(context.Background(), p, "")
+	got, err := f.e.Undo(WithPeer(context.Background(), p), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +58,7 @@ func TestUndoThroughTheEditor(t *testing.T) {
 		t.Fatalf("after undo: %+v", got)
 	}
 	// An undone change can be applied again.
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatalf("re-apply after undo: %v", err)
 	}
 }
@@ -75,7 +74,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 	if _, err := os.Stat(f.path("new.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("new.txt exists before Apply")
 	}
-	if _, err := f.e.Apply(context.Background(), p, created.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), created.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.read("new.txt") != "hello\n" {
@@ -83,7 +82,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 	}
 	res, _ = f.mustChat(p, "delete old.txt")
 	deleted := f.change(res)
-	if _, err := f.e.Apply(context.Background(), p, deleted.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), deleted.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.path("old.txt")); !errors.Is(err, os.ErrNotExist) {
@@ -92,7 +91,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 	// Undo, most recent first: the deleted file comes back byte for byte,
 	// the created one goes away.
 	for range 2 {
-		if _, err := f.e.Undo(context.Background(), p, ""); err != nil {
+		if _, err := f.e.Undo(WithPeer(context.Background(), p), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +101,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 	if _, err := os.Stat(f.path("new.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("new.txt survived the undo of its creation")
 	}
-	if _, err := f.e.Undo(context.Background(), p, ""); err == nil {
+	if _, err := f.e.Undo(WithPeer(context.Background(), p), ""); err == nil {
 		t.Fatal("a third undo found something to undo")
 	}
 }
@@ -114,11 +113,11 @@ func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"unknown change", func() error { _, err := f.e.Apply(context.Background(), p, "c99", nil); return err }, ErrUnknownChange},
-		{"unknown hunk", func() error { _, err := f.e.Apply(context.Background(), p, c.ID, []string{"h9"}); return err }, ErrUnknownChange},
-		{"reject unknown", func() error { _, err := f.e.Reject(context.Background(), p, "nope", nil); return err }, ErrUnknownChange},
-		{"undo unknown", func() error { _, err := f.e.Undo(context.Background(), p, "c42"); return err }, ErrUnknownChange},
-		{"undo unwritten", func() error { _, err := f.e.Undo(context.Background(), p, c.ID); return err }, nil},
+		{"unknown change", func() error { _, err := f.e.Apply(WithPeer(context.Background(), p), "c99", nil); return err }, ErrUnknownChange},
+		{"unknown hunk", func() error { _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, []string{"h9"}); return err }, ErrUnknownChange},
+		{"reject unknown", func() error { _, err := f.e.Reject(WithPeer(context.Background(), p), "nope", nil); return err }, ErrUnknownChange},
+		{"undo unknown", func() error { _, err := f.e.Undo(WithPeer(context.Background(), p), "c42"); return err }, ErrUnknownChange},
+		{"undo unwritten", func() error { _, err := f.e.Undo(WithPeer(context.Background(), p), c.ID); return err }, nil},
 		{"preview unknown", func() error { _, err := f.e.Preview(context.Background(), "c0", nil); return err }, ErrUnknownChange},
 		{"empty message", func() error { _, _, err := f.chat(context.Background(), p, ChatRequest{Message: "  "}); return err }, ErrEmptyMessage},
 	} {
@@ -163,15 +162,12 @@ func TestSessionResetRestoresFilesAndTellsTheEditors(t *testing.T) {
 	if f.read("main.go") == mainGo {
 		t.Fatal("the v2 upstream did not write main.go")
 	}
-	raw, err := f.e.Reset(context.Background(), res.DialogID)
+	reset, err := f.e.Reset(context.Background(), res.DialogID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reset struct {
-		NewSession string `json:"new_session"`
-	}
-	if json.Unmarshal(raw, &reset) != nil || reset.NewSession == "" {
-		t.Fatalf("reset answer %s", raw)
+	if reset.NewSession == "" {
+		t.Fatalf("reset answer %+v", reset)
 	}
 	if f.read("main.go") != mainGo {
 		t.Fatalf("reset did not restore main.go:\n%s", f.read("main.go"))
@@ -232,7 +228,7 @@ func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
 	p := e.Attach(nil)
 	var first *ChatResult
 	for _, msg := range []string{"hello there", "and again"} {
-		res, err := e.Chat(context.Background(), p, ChatRequest{Message: msg}, nil)
+		res, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: msg}, nil)
 		if err != nil || res.Outcome != protocol.OutcomeCompleted {
 			t.Fatalf("chat: %v %+v", err, res)
 		}
@@ -246,21 +242,17 @@ func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].ID != first.DialogID || !ds[0].Current {
 		t.Fatalf("dialogs %+v %v", ds, err)
 	}
-	raw, err := e.History(context.Background(), first.DialogID, 10, -1)
+	page, err := e.History(context.Background(), first.DialogID, 10, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var page historyPage
-	if err := json.Unmarshal(raw, &page); err != nil {
-		t.Fatal(err)
-	}
-	if len(page.Events) != 4 || page.Events[0].Content != "hello there" || page.Events[2].Type != "user" {
-		t.Fatalf("history %s", raw)
+	if len(page.Events) != 4 || page.Events[0].Content != "hello there" || page.Events[2].Type != "user" || *page.Events[2].Idx != 2 {
+		t.Fatalf("history %+v", page)
 	}
 	if err := e.SelectDialog(context.Background(), "nope"); !errors.Is(err, ErrUnknownDialog) {
 		t.Fatalf("select unknown: %v", err)
 	}
-	if _, err := e.Chat(context.Background(), p, ChatRequest{DialogID: "nope", Message: "x"}, nil); !errors.Is(err, ErrUnknownDialog) {
+	if _, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{DialogID: "nope", Message: "x"}, nil); !errors.Is(err, ErrUnknownDialog) {
 		t.Fatalf("chat in unknown local dialog: %v", err)
 	}
 }
@@ -288,7 +280,7 @@ func TestDialogLearntFromTheStream(t *testing.T) {
 	}
 	defer e.Close()
 	var evs []protocol.Event
-	res, err := e.Chat(context.Background(), e.Attach(nil), ChatRequest{Message: "hello there"}, func(ev protocol.Event) { evs = append(evs, ev) })
+	res, err := e.Chat(context.Background(), ChatRequest{Message: "hello there"}, func(ev protocol.Event) { evs = append(evs, ev) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +292,7 @@ func TestDialogLearntFromTheStream(t *testing.T) {
 			t.Fatalf("event %d tagged %s/%s, want %s/%s", ev.Seq, ev.DialogID, ev.TurnID, res.DialogID, res.TurnID)
 		}
 	}
-	if st := e.Status(context.Background()); st.CurrentDialog != res.DialogID || !st.Reachable || st.RunningTurns != 0 || st.Detected != "agentsmithy v2" {
+	if st, _ := e.Status(context.Background()); st.CurrentDialog != res.DialogID || !st.Reachable || st.RunningTurns != 0 || st.Detected != "agentsmithy v2" {
 		t.Fatalf("status %+v", st)
 	}
 }
@@ -323,7 +315,7 @@ func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
 		msg := []string{"add a comment to A in a.go", "add a comment to B in b.go", "hello there", "what is in a.go"}[i]
 		wg.Go(func() {
 			o := &outs[i]
-			o.res, o.err = f.e.Chat(context.Background(), p, ChatRequest{DialogID: d.ID, Message: msg}, func(ev protocol.Event) { o.evs = append(o.evs, ev) })
+			o.res, o.err = f.e.Chat(WithPeer(context.Background(), p), ChatRequest{DialogID: d.ID, Message: msg}, func(ev protocol.Event) { o.evs = append(o.evs, ev) })
 		})
 	}
 	wg.Wait()
@@ -352,7 +344,7 @@ func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
 
 func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
 	f, p, c := renameProposed(t)
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := f.e.StateDir()
@@ -368,7 +360,7 @@ func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.e = f.open()
-	if _, err := f.e.Undo(context.Background(), f.e.Attach(nil), c.ID); err != nil {
+	if _, err := f.e.Undo(context.Background(), c.ID); err != nil {
 		t.Fatalf("undo of a settled write: %v", err)
 	}
 	if f.read("main.go") != mainGo {
@@ -380,7 +372,7 @@ func TestStateLivesOutsideTheWorkspace(t *testing.T) {
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	if _, err := f.e.Apply(context.Background(), p, res.Changes[0], nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), res.Changes[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -433,7 +425,7 @@ func TestCloseCancelsRunningTurns(t *testing.T) {
 	go func() {
 		var err error
 		seen := false
-		res, err = f.e.Chat(withFault(context.Background(), "stall=60"), p, ChatRequest{Message: "hello there"}, func(protocol.Event) {
+		res, err = f.e.Chat(WithPeer(withFault(context.Background(), "stall=60"), p), ChatRequest{Message: "hello there"}, func(protocol.Event) {
 			if !seen {
 				seen = true
 				close(first)
@@ -471,7 +463,7 @@ func TestPendingChangesSurviveARestart(t *testing.T) {
 	if now.Status != StatusPending || now.Hunks[0].Offset != c.Hunks[0].Offset+1 {
 		t.Fatalf("after restart: %+v, want pending and re-anchored one line down", now)
 	}
-	if _, err := f.e.Apply(context.Background(), f.e.Attach(nil), c.ID, nil); err != nil {
+	if _, err := f.e.Apply(context.Background(), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.read("main.go") != "// moved\n"+strings.ReplaceAll(mainGo, "Foo", "Bar") {
@@ -489,14 +481,14 @@ func TestAppliedUpstreamPerProtocol(t *testing.T) {
 			if c.Status != StatusAppliedUpstream || len(c.Hunks) != 1 {
 				t.Fatalf("change %+v", c)
 			}
-			if _, err := f.e.Reject(context.Background(), p, c.ID, nil); err != nil {
+			if _, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			if f.read("main.go") != mainGo {
 				t.Fatalf("main.go after rejecting the upstream's comment:\n%s", f.read("main.go"))
 			}
 			// Reject is a write smith made: undo brings the comment back.
-			if _, err := f.e.Undo(context.Background(), p, c.ID); err != nil {
+			if _, err := f.e.Undo(WithPeer(context.Background(), p), c.ID); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(f.read("main.go"), "// main is documented") {
@@ -533,7 +525,7 @@ func TestStatusOfAnUnreachableUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	st := e.Status(context.Background())
+	st, _ := e.Status(context.Background())
 	if st.Reachable || st.Error == "" || st.Dialect != "auto" {
 		t.Fatalf("status %+v", st)
 	}
@@ -559,7 +551,7 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 
 	// c.go moves on: the whole batch is refused, nothing is written.
 	f.write("c.go", "package c\n")
-	if _, err := f.e.ApplyChanges(context.Background(), p, res.Changes); !errors.Is(err, ErrConflict) {
+	if _, err := f.e.ApplyChanges(WithPeer(context.Background(), p), res.Changes); !errors.Is(err, ErrConflict) {
 		t.Fatalf("batch over a changed file: %v", err)
 	}
 	if f.read("a.go") != files["a.go"] || len(ed.applyCalls()) != 0 {
@@ -571,13 +563,13 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 	f.e.Revalidate(f.path("c.go"))
 
 	var ids []string
-	for _, c := range f.e.Changes(ChangeFilter{TurnID: res.TurnID, Status: StatusPending}) {
+	for _, c := range f.e.list(ChangeFilter{TurnID: res.TurnID, Status: StatusPending}) {
 		ids = append(ids, c.ID)
 	}
 	if !slices.Equal(ids, res.Changes) {
 		t.Fatalf("pending changes of turn %s: %v, want %v", res.TurnID, ids, res.Changes)
 	}
-	got, err := f.e.ApplyChanges(context.Background(), p, ids)
+	got, err := f.e.ApplyChanges(WithPeer(context.Background(), p), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +585,7 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 		t.Fatalf("b.go went to disk instead of the open buffer: %q", text)
 	}
 	// One undo takes the whole batch back.
-	if _, err := f.e.Undo(context.Background(), p, ""); err != nil {
+	if _, err := f.e.Undo(WithPeer(context.Background(), p), ""); err != nil {
 		t.Fatal(err)
 	}
 	for name, text := range files {
@@ -604,7 +596,7 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 	if text, _ := ed.text(f.path("b.go")); text != files["b.go"] {
 		t.Fatalf("b.go buffer after undo: %q", text)
 	}
-	if _, err := f.e.Undo(context.Background(), p, ""); err == nil {
+	if _, err := f.e.Undo(WithPeer(context.Background(), p), ""); err == nil {
 		t.Fatal("a second undo found something")
 	}
 }
@@ -613,23 +605,23 @@ func TestProposeOutsideATurn(t *testing.T) {
 	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	diff := "--- a/main.go\n+++ b/main.go\n@@ -1,4 +1,4 @@\n package main\n \n-func Foo() int {\n+func Foo() int64 {\n \treturn 1\n"
-	c, err := f.e.Propose(p, "", protocol.Change{Path: "main.go", Diff: diff})
+	c, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "main.go", Diff: diff})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Status != StatusPending || len(c.Hunks) != 1 || c.TurnID != "" {
 		t.Fatalf("proposal %+v", c)
 	}
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(f.read("main.go"), "func Foo() int64 {") {
 		t.Fatalf("main.go:\n%s", f.read("main.go"))
 	}
-	if _, err := f.e.Propose(p, "", protocol.Change{Path: "../x.go", Content: "x", HasContent: true}); !errors.Is(err, ErrOutsideWorkspace) {
+	if _, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "../x.go", Content: "x", HasContent: true}); !errors.Is(err, ErrOutsideWorkspace) {
 		t.Fatalf("outside proposal: %v", err)
 	}
-	if n := len(f.e.Changes(ChangeFilter{})); n != 1 {
+	if n := len(f.e.list(ChangeFilter{})); n != 1 {
 		t.Fatalf("%d changes recorded, want 1", n)
 	}
 }
@@ -664,9 +656,9 @@ func TestCurrentDialogSurvivesARestart(t *testing.T) {
 	if i < 0 || ds[i].Title != "renamed" {
 		t.Fatalf("dialogs %+v", ds)
 	}
-	raw, err := f.e.History(context.Background(), res.DialogID, 10, -1)
-	if err != nil || !strings.Contains(string(raw), "hello again") {
-		t.Fatalf("history %s %v", raw, err)
+	page, err := f.e.History(context.Background(), res.DialogID, 10, -1)
+	if err != nil || !slices.ContainsFunc(page.Events, func(ev protocol.HistoryEvent) bool { return strings.Contains(ev.Content, "hello again") }) {
+		t.Fatalf("history %+v %v", page, err)
 	}
 	if err := f.e.DeleteDialog(context.Background(), d2.ID); err != nil {
 		t.Fatal(err)
@@ -688,14 +680,14 @@ func TestRenames(t *testing.T) {
 	p := f.e.Attach(nil)
 	ctx := context.Background()
 
-	c, err := f.e.Propose(p, "", protocol.Change{Path: "sub/new.txt", OldPath: "old.txt", Kind: protocol.ChangeRename})
+	c, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "sub/new.txt", OldPath: "old.txt", Kind: protocol.ChangeRename})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Status != StatusPending || c.Kind != protocol.ChangeRename || c.OldPath != "old.txt" || c.Path != "sub/new.txt" {
 		t.Fatalf("rename proposal %+v", c)
 	}
-	if _, err := f.e.Apply(ctx, p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.read("sub/new.txt") != "keep me\r\n" {
@@ -704,10 +696,10 @@ func TestRenames(t *testing.T) {
 	if _, err := os.Stat(f.path("old.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("old.txt survived its rename")
 	}
-	if _, err := f.e.Reject(ctx, p, c.ID, nil); !errors.Is(err, ErrUnsupported) {
+	if _, err := f.e.Reject(WithPeer(ctx, p), c.ID, nil); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("reject of an applied rename: %v", err)
 	}
-	if _, err := f.e.Undo(ctx, p, c.ID); err != nil {
+	if _, err := f.e.Undo(WithPeer(ctx, p), c.ID); err != nil {
 		t.Fatal(err)
 	}
 	if f.read("old.txt") != "keep me\r\n" {
@@ -719,11 +711,11 @@ func TestRenames(t *testing.T) {
 
 	// A rename with edits.
 	diff := "--- a/a.go\n+++ b/b.go\n@@ -1,3 +1,3 @@\n-package a\n+package b\n \n func A() {}\n"
-	c2, err := f.e.Propose(p, "", protocol.Change{Path: "b.go", OldPath: "a.go", Kind: protocol.ChangeRename, Diff: diff})
+	c2, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "b.go", OldPath: "a.go", Kind: protocol.ChangeRename, Diff: diff})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Apply(ctx, p, c2.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c2.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.read("b.go") != "package b\n\nfunc A() {}\n" {
@@ -731,14 +723,14 @@ func TestRenames(t *testing.T) {
 	}
 
 	// A rename onto an existing file is a conflict; nothing moves.
-	c3, err := f.e.Propose(p, "", protocol.Change{Path: "taken.txt", OldPath: "b.go", Kind: protocol.ChangeRename})
+	c3, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "taken.txt", OldPath: "b.go", Kind: protocol.ChangeRename})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c3.Status != StatusConflict || !strings.Contains(c3.Reason, "already exists") {
 		t.Fatalf("rename onto an existing file: %+v", c3)
 	}
-	if _, err := f.e.Apply(ctx, p, c3.ID, nil); !errors.Is(err, ErrConflict) || f.read("taken.txt") != "x" {
+	if _, err := f.e.Apply(WithPeer(ctx, p), c3.ID, nil); !errors.Is(err, ErrConflict) || f.read("taken.txt") != "x" {
 		t.Fatalf("apply of a conflicting rename: %v", err)
 	}
 }
@@ -759,16 +751,16 @@ func TestEditorMayCallBackFromNotify(t *testing.T) {
 			return
 		}
 		first := calls.Add(1) == 1
-		f.e.Changes(ChangeFilter{})
+		f.e.list(ChangeFilter{})
 		if _, err := f.e.Preview(context.Background(), other.Changes[0], nil); err != nil {
 			t.Errorf("preview from Notify: %v", err)
 		}
-		if _, err := f.e.Reject(context.Background(), p, other.Changes[0], nil); err != nil && first {
+		if _, err := f.e.Reject(WithPeer(context.Background(), p), other.Changes[0], nil); err != nil && first {
 			t.Errorf("reject from Notify: %v", err)
 		}
 	}
 	ed.mu.Unlock()
-	if _, err := f.e.Apply(context.Background(), p, res.Changes[0], nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), res.Changes[0], nil); err != nil {
 		t.Fatal(err)
 	}
 	// Notifications are delivered on the Peer's own goroutine, after
@@ -805,7 +797,7 @@ func TestLocalDialogsAcrossDialects(t *testing.T) {
 			var dialog string
 			for _, msg := range []string{"rename total to subtotal in calc.go", "hello there"} {
 				var evs []protocol.Event
-				res, err := e.Chat(context.Background(), p, ChatRequest{Message: msg}, func(ev protocol.Event) { evs = append(evs, ev) })
+				res, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: msg}, func(ev protocol.Event) { evs = append(evs, ev) })
 				if err != nil || res.Outcome != protocol.OutcomeCompleted {
 					t.Fatalf("%q: %v %+v %+v", msg, err, res, evs)
 				}

@@ -61,7 +61,7 @@ func TestStalledEditorBlocksNoOne(t *testing.T) {
 		}
 		if err == nil {
 			id = res.Changes[0]
-			_, err = f.e.Apply(context.Background(), p, id, nil)
+			_, err = f.e.Apply(WithPeer(context.Background(), p), id, nil)
 		}
 		done <- err
 	}()

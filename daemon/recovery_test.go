@@ -21,7 +21,7 @@ import (
 // keep it undoable, and remove those temporaries.
 func TestRestartSettlesAWriteKilledBeforeItsStatus(t *testing.T) {
 	f, p, c := renameProposed(t)
-	if _, err := f.e.Apply(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir, err := StateDirOf(f.cfg)
@@ -98,7 +98,7 @@ func TestRestartSettlesAWriteKilledBeforeItsStatus(t *testing.T) {
 			t.Errorf("left behind: %s", p)
 		}
 	}
-	if _, err := f.e.Undo(context.Background(), p, c.ID); err != nil {
+	if _, err := f.e.Undo(WithPeer(context.Background(), p), c.ID); err != nil {
 		t.Fatalf("undo after the restart: %v", err)
 	}
 	if f.read("main.go") != mainGo {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -148,7 +147,7 @@ func (e *Engine) upstreamDeleteDialog(ctx context.Context, id string) error {
 	return nil
 }
 
-func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before int) (*protocol.HistoryPage, error) {
 	o := protocol.HistoryOptions{Limit: limit}
 	if before >= 0 {
 		o.Before = &before
@@ -160,7 +159,7 @@ func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before i
 		}
 		return nil, fmt.Errorf("history of dialog %s: %w", id, err)
 	}
-	return json.Marshal(p)
+	return p, nil
 }
 
 // sessionDialog is the dialog a session call acts on: the given one, else
@@ -196,34 +195,34 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 
 // Session returns the dialog's session as the upstream reports it
 // (AgentSmithy GET /api/dialogs/{id}/session: the unapproved files, their
-// diffs and base contents), as JSON.
-func (e *Engine) Session(ctx context.Context, dialogID string) (json.RawMessage, error) {
+// diffs and base contents).
+func (e *Engine) Session(ctx context.Context, dialogID string) (*protocol.SessionStatus, error) {
 	return askSession(ctx, e, dialogID, "session of dialog %s", func(id string) (*protocol.SessionStatus, error) {
 		return e.client.SessionStatus(ctx, id)
 	})
 }
 
 // Checkpoints lists the dialog's checkpoints on the active session branch,
-// oldest first (AgentSmithy GET /api/dialogs/{id}/checkpoints), as JSON:
-// what Restore can go back to.
-func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error) {
+// oldest first (AgentSmithy GET /api/dialogs/{id}/checkpoints): what
+// Restore can go back to.
+func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (*protocol.CheckpointList, error) {
 	return askSession(ctx, e, dialogID, "checkpoints of dialog %s", func(id string) (*protocol.CheckpointList, error) {
 		return e.client.Checkpoints(ctx, id)
 	})
 }
 
 // Approve accepts the dialog's session (AgentSmithy POST
-// /api/dialogs/{id}/approve) and returns its JSON answer.
-func (e *Engine) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
+// /api/dialogs/{id}/approve) and returns its answer.
+func (e *Engine) Approve(ctx context.Context, dialogID string) (*protocol.ApproveResult, error) {
 	return askSession(ctx, e, dialogID, "approve dialog %s", func(id string) (*protocol.ApproveResult, error) {
 		return e.client.Approve(ctx, id, "")
 	})
 }
 
 // askSession resolves the dialog (the current one for ""), makes one call
-// of the upstream's session API for it and returns the answer as JSON;
-// what names the call in the error ("... %s" gets the dialog id).
-func askSession[T any](ctx context.Context, e *Engine, dialogID, what string, call func(id string) (T, error)) (json.RawMessage, error) {
+// of the upstream's session API for it and returns the answer; what names
+// the call in the error ("... %s" gets the dialog id).
+func askSession[T any](ctx context.Context, e *Engine, dialogID, what string, call func(id string) (*T, error)) (*T, error) {
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err
@@ -232,13 +231,13 @@ func askSession[T any](ctx context.Context, e *Engine, dialogID, what string, ca
 	if err != nil {
 		return nil, fmt.Errorf(what+": %w", id, err)
 	}
-	return json.Marshal(r)
+	return r, nil
 }
 
 // Reset abandons the dialog's session: the upstream restores the files to
 // the approved state. Every peer is told that the files the session had
 // changed were written behind its back.
-func (e *Engine) Reset(ctx context.Context, dialogID string) (json.RawMessage, error) {
+func (e *Engine) Reset(ctx context.Context, dialogID string) (*protocol.ResetResult, error) {
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err
@@ -249,12 +248,12 @@ func (e *Engine) Reset(ctx context.Context, dialogID string) (json.RawMessage, e
 		return nil, fmt.Errorf("reset dialog %s: %w", id, err)
 	}
 	e.filesRewritten(files)
-	return json.Marshal(r)
+	return r, nil
 }
 
 // Restore rolls the workspace back to a checkpoint of the dialog and tells
 // every peer which files changed.
-func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error) {
+func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (*protocol.RestoreResult, error) {
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err
@@ -268,7 +267,7 @@ func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (json
 		return nil, fmt.Errorf("restore dialog %s to %s: %w", id, checkpoint, err)
 	}
 	e.filesRewritten(append(before, e.sessionFiles(ctx, id)...))
-	return json.Marshal(r)
+	return r, nil
 }
 
 // sessionFiles lists the absolute paths the dialog's open session changed
@@ -306,7 +305,7 @@ func (e *Engine) filesRewritten(files []string) {
 }
 
 // Status reports the engine's state; it probes the upstream's health.
-func (e *Engine) Status(ctx context.Context) Status {
+func (e *Engine) Status(ctx context.Context) (Status, error) {
 	e.mu.Lock()
 	s := Status{
 		Workspace:     e.ws.root,
@@ -328,13 +327,13 @@ func (e *Engine) Status(ctx context.Context) Status {
 	}
 	if e.client == nil {
 		s.Error = ErrNoUpstream.Error()
-		return s
+		return s, nil
 	}
 	h, err := e.client.Health(ctx)
 	switch {
 	case err == nil:
 		s.Reachable = true
-		s.Server, _ = json.Marshal(h)
+		s.Server = h
 	case errors.Is(err, protocol.ErrUnreachable):
 		s.Error = err.Error()
 	default:
@@ -346,5 +345,5 @@ func (e *Engine) Status(ctx context.Context) Status {
 			s.Error = err.Error()
 		}
 	}
-	return s
+	return s, nil
 }

@@ -18,7 +18,7 @@ func stalledTurn(t *testing.T, f *fixture, p *Peer, dialog string) (cancel func(
 	errc := make(chan error, 1)
 	go func() {
 		seen := false
-		_, err := f.e.Chat(ctx, p, ChatRequest{DialogID: dialog, Message: "hello there"}, func(protocol.Event) {
+		_, err := f.e.Chat(WithPeer(ctx, p), ChatRequest{DialogID: dialog, Message: "hello there"}, func(protocol.Event) {
 			if !seen {
 				seen = true
 				close(first)

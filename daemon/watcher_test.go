@@ -45,7 +45,7 @@ func TestWatcherFollowsOpenChanges(t *testing.T) {
 		return now.Status == StatusConflict
 	})
 
-	if _, err := f.e.Reject(context.Background(), p, c.ID, nil); err != nil {
+	if _, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "no watch once the change is rejected", func() bool { return len(watchList(f.e)) == 0 })

@@ -25,12 +25,12 @@ type UndoParams struct {
 	ChangeID string `json:"changeId,omitempty"`
 }
 
-func (c *client) changes(_ context.Context, p *ChangesParams) ([]daemon.Change, error) {
+func (c *client) changes(ctx context.Context, p *ChangesParams) ([]daemon.Change, error) {
 	eng, _, err := c.session()
 	if err != nil {
 		return nil, err
 	}
-	return eng.Changes(daemon.ChangeFilter{DialogID: p.DialogID, Status: p.Status}), nil
+	return eng.Changes(ctx, daemon.ChangeFilter{DialogID: p.DialogID, Status: p.Status})
 }
 
 func (c *client) changePreview(ctx context.Context, p *ChangeParams) (*daemon.Preview, error) {
@@ -60,7 +60,7 @@ func (c *client) changeApply(ctx context.Context, p *ChangeParams) (*daemon.Chan
 			return nil, err
 		}
 	}
-	return c.decided(eng.Apply(ctx, peer, p.ChangeID, p.Hunks))
+	return c.decided(eng.Apply(daemon.WithPeer(ctx, peer), p.ChangeID, p.Hunks))
 }
 
 func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Change, error) {
@@ -73,7 +73,7 @@ func (c *client) changeReject(ctx context.Context, p *ChangeParams) (*daemon.Cha
 			return nil, err
 		}
 	}
-	return c.decided(eng.Reject(ctx, peer, p.ChangeID, p.Hunks))
+	return c.decided(eng.Reject(daemon.WithPeer(ctx, peer), p.ChangeID, p.Hunks))
 }
 
 func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error) {
@@ -81,7 +81,7 @@ func (c *client) undo(ctx context.Context, p *UndoParams) (*daemon.Change, error
 	if err != nil {
 		return nil, err
 	}
-	return c.decided(eng.Undo(ctx, peer, p.ChangeID))
+	return c.decided(eng.Undo(daemon.WithPeer(ctx, peer), p.ChangeID))
 }
 
 // PatchApplyParams of smith/patch/apply: the files of a diff, applied
@@ -99,5 +99,5 @@ func (c *client) patchApply(ctx context.Context, p *PatchApplyParams) ([]daemon.
 	if len(p.Changes) == 0 {
 		return nil, invalidParams("changes is required")
 	}
-	return eng.ApplyPatch(ctx, peer, p.DialogID, p.Changes)
+	return eng.ApplyPatch(daemon.WithPeer(ctx, peer), p.DialogID, p.Changes)
 }

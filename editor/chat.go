@@ -68,7 +68,7 @@ func (c *client) chat(ctx context.Context, p *ChatParams) (any, error) {
 			c.log.Debug("sending smith/event", "err", err)
 		}
 	}
-	res, err := eng.Chat(ctx, peer, req, emit)
+	res, err := eng.Chat(daemon.WithPeer(ctx, peer), req, emit)
 	prog.end(res)
 	c.turnEnded(ctx, p.Message, prog, res, err)
 	if err != nil {

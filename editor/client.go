@@ -28,6 +28,9 @@ import (
 // A Client is safe for concurrent use, but runs one Chat at a time: the
 // smith/event notifications of a connection are not tagged with the
 // request they belong to. Close it when done; it owns the connection.
+//
+// It implements daemon.API: a front programs against that interface and
+// works the same in process (*daemon.Engine) and through a smith serve.
 type Client struct {
 	conn   jsonrpc2.Conn
 	notify func(method string, params json.RawMessage)
@@ -35,6 +38,8 @@ type Client struct {
 	mu      sync.Mutex
 	onEvent func(protocol.Event) // the running Chat's; nil between turns
 }
+
+var _ daemon.API = (*Client)(nil)
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
@@ -112,8 +117,11 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 // turn ends "cancelled" with its partial text, as in the engine. Like
 // daemon.Engine.Chat, Chat may return a result together with an error
 // (the ended turn the server attached to the error). The result's Summary,
-// which the wire does not carry, is rebuilt from the events.
-func (c *Client) Chat(ctx context.Context, p *ChatParams, emit func(protocol.Event)) (*daemon.ChatResult, error) {
+// which the wire does not carry, is rebuilt from the events. req.Context
+// is not sent: an editor names its context by URI (ChatParams.Context),
+// and a terminal has none.
+func (c *Client) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
+	p := &ChatParams{DialogID: req.DialogID, Message: req.Message}
 	sum := &protocol.Summary{Type: "summary"}
 	var text strings.Builder // for a result whose text was cut (textTruncated)
 	c.mu.Lock()
@@ -273,14 +281,12 @@ func (c *Client) DeleteDialog(ctx context.Context, id string) error {
 
 // History returns a page of a dialog's messages (smith/history); before < 0
 // asks for the latest page, as in daemon.Engine.History.
-func (c *Client) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
+func (c *Client) History(ctx context.Context, id string, limit, before int) (*protocol.HistoryPage, error) {
 	p := &HistoryParams{DialogID: id, Limit: limit}
 	if before >= 0 {
 		p.Before = &before
 	}
-	var page json.RawMessage
-	err := c.call(ctx, MethodHistory, p, &page)
-	return page, err
+	return callFor[protocol.HistoryPage](ctx, c, MethodHistory, p)
 }
 
 // Status describes the engine (smith/status).
@@ -290,37 +296,40 @@ func (c *Client) Status(ctx context.Context) (daemon.Status, error) {
 	return st, err
 }
 
-// Session returns a dialog's session (smith/session), the upstream's JSON;
-// dialogID "" means the current dialog.
-func (c *Client) Session(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	return c.sessionCall(ctx, MethodSession, &SessionParams{DialogID: dialogID})
+// Session returns a dialog's session (smith/session); dialogID "" means
+// the current dialog.
+func (c *Client) Session(ctx context.Context, dialogID string) (*protocol.SessionStatus, error) {
+	return callFor[protocol.SessionStatus](ctx, c, MethodSession, &SessionParams{DialogID: dialogID})
 }
 
 // Checkpoints lists a dialog's checkpoints (smith/checkpoints).
-func (c *Client) Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	return c.sessionCall(ctx, MethodCheckpoints, &SessionParams{DialogID: dialogID})
+func (c *Client) Checkpoints(ctx context.Context, dialogID string) (*protocol.CheckpointList, error) {
+	return callFor[protocol.CheckpointList](ctx, c, MethodCheckpoints, &SessionParams{DialogID: dialogID})
 }
 
 // Approve accepts a dialog's session (smith/session/approve).
-func (c *Client) Approve(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	return c.sessionCall(ctx, MethodSessionApprove, &SessionParams{DialogID: dialogID})
+func (c *Client) Approve(ctx context.Context, dialogID string) (*protocol.ApproveResult, error) {
+	return callFor[protocol.ApproveResult](ctx, c, MethodSessionApprove, &SessionParams{DialogID: dialogID})
 }
 
 // Reset abandons a dialog's session (smith/session/reset).
-func (c *Client) Reset(ctx context.Context, dialogID string) (json.RawMessage, error) {
-	return c.sessionCall(ctx, MethodSessionReset, &SessionParams{DialogID: dialogID})
+func (c *Client) Reset(ctx context.Context, dialogID string) (*protocol.ResetResult, error) {
+	return callFor[protocol.ResetResult](ctx, c, MethodSessionReset, &SessionParams{DialogID: dialogID})
 }
 
 // Restore rolls the workspace back to a checkpoint of a dialog
 // (smith/checkpoint/restore).
-func (c *Client) Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error) {
-	return c.sessionCall(ctx, MethodCheckpointRestore, &RestoreParams{DialogID: dialogID, Checkpoint: checkpoint})
+func (c *Client) Restore(ctx context.Context, dialogID, checkpoint string) (*protocol.RestoreResult, error) {
+	return callFor[protocol.RestoreResult](ctx, c, MethodCheckpointRestore, &RestoreParams{DialogID: dialogID, Checkpoint: checkpoint})
 }
 
-func (c *Client) sessionCall(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := c.call(ctx, method, params, &res)
-	return res, err
+// callFor sends a request whose answer is one T.
+func callFor[T any](ctx context.Context, c *Client, method string, params any) (*T, error) {
+	var res T
+	if err := c.call(ctx, method, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // call sends a request and turns an error response into a *RemoteError.

@@ -106,7 +106,7 @@ func TestClient(t *testing.T) {
 	}
 
 	var events []protocol.Event
-	turn, err := c.Chat(ctx, &editor.ChatParams{Message: "rename total to sum in calc.go"}, func(ev protocol.Event) { events = append(events, ev) })
+	turn, err := c.Chat(ctx, daemon.ChatRequest{Message: "rename total to sum in calc.go"}, func(ev protocol.Event) { events = append(events, ev) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestClientChatCancel(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := c.Chat(turnCtx, &editor.ChatParams{Message: "rename total to sum in calc.go"}, nil)
+	res, err := c.Chat(turnCtx, daemon.ChatRequest{Message: "rename total to sum in calc.go"}, nil)
 	if err != nil || res.Outcome != protocol.OutcomeCancelled {
 		t.Fatalf("cancelled chat: %+v, %v; want the turn ended cancelled", res, err)
 	}

@@ -181,7 +181,10 @@ func (c *client) currentChange(hunks bool) (changeID string, hunkIDs []string, e
 	if err != nil {
 		return "", nil, err
 	}
-	all := eng.Changes(daemon.ChangeFilter{})
+	all, err := eng.Changes(context.Background(), daemon.ChangeFilter{})
+	if err != nil {
+		return "", nil, err
+	}
 	for i := len(all) - 1; i >= 0; i-- {
 		for _, h := range all[i].Hunks {
 			if h.Status == daemon.StatusPending || h.Status == daemon.StatusConflict {

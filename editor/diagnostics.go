@@ -188,7 +188,11 @@ func (c *client) placesIn(path string) []hunkPlace {
 	}
 	key := canonicalPath(path)
 	var out []hunkPlace
-	for _, ch := range eng.Changes(daemon.ChangeFilter{}) {
+	all, err := eng.Changes(context.Background(), daemon.ChangeFilter{})
+	if err != nil {
+		return nil
+	}
+	for _, ch := range all {
 		if canonicalPath(c.absPath(ch.Path)) != key {
 			continue
 		}

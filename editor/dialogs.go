@@ -2,9 +2,9 @@ package editor
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // DialogParams names a dialog (smith/dialog/select, /delete).
@@ -84,7 +84,7 @@ func (c *client) dialogDelete(ctx context.Context, p *DialogParams) (any, error)
 	return nil, eng.DeleteDialog(ctx, p.DialogID)
 }
 
-func (c *client) history(ctx context.Context, p *HistoryParams) (json.RawMessage, error) {
+func (c *client) history(ctx context.Context, p *HistoryParams) (*protocol.HistoryPage, error) {
 	eng, _, err := c.session()
 	if err != nil {
 		return nil, err

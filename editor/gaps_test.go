@@ -202,7 +202,7 @@ func TestClientRebuildsACutText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var streamed strings.Builder
-	res, err := c.Chat(ctx, &editor.ChatParams{Message: "tell me everything"}, func(ev protocol.Event) {
+	res, err := c.Chat(ctx, daemon.ChatRequest{Message: "tell me everything"}, func(ev protocol.Event) {
 		if ev.Type == protocol.KindText {
 			streamed.WriteString(ev.Text)
 		}

@@ -2,9 +2,9 @@ package editor
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // SessionParams of smith/session, smith/checkpoints, smith/session/approve and /reset
@@ -22,8 +22,8 @@ type RestoreParams struct {
 // sessionCall is the handler of a session method that takes only a
 // dialog: call is the engine's method (Session, Checkpoints, Approve,
 // Reset).
-func (c *client) sessionCall(call func(*daemon.Engine, context.Context, string) (json.RawMessage, error)) func(context.Context, *SessionParams) (json.RawMessage, error) {
-	return func(ctx context.Context, p *SessionParams) (json.RawMessage, error) {
+func sessionCall[T any](c *client, call func(*daemon.Engine, context.Context, string) (*T, error)) func(context.Context, *SessionParams) (*T, error) {
+	return func(ctx context.Context, p *SessionParams) (*T, error) {
 		eng, _, err := c.session()
 		if err != nil {
 			return nil, err
@@ -32,7 +32,7 @@ func (c *client) sessionCall(call func(*daemon.Engine, context.Context, string) 
 	}
 }
 
-func (c *client) checkpointRestore(ctx context.Context, p *RestoreParams) (json.RawMessage, error) {
+func (c *client) checkpointRestore(ctx context.Context, p *RestoreParams) (*protocol.RestoreResult, error) {
 	eng, _, err := c.session()
 	if err != nil {
 		return nil, err
@@ -48,6 +48,6 @@ func (c *client) status(ctx context.Context, _ *struct{}) (*daemon.Status, error
 	if err != nil {
 		return nil, err
 	}
-	st := eng.Status(ctx)
-	return &st, nil
+	st, err := eng.Status(ctx)
+	return &st, err
 }

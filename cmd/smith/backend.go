@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,36 +12,16 @@ import (
 	"github.com/smith-dev/smith/config"
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
-	"github.com/smith-dev/smith/protocol"
 )
 
-// backend is the workspace's engine as the terminal commands use it. There
-// is one engine per workspace (it locks the state folder), so a command
-// either opens it in this process, or, while a smith serve holds it for an
-// editor, talks to that one over the serve's attach socket: both fronts
-// then share dialogs, changes and the undo journal.
+// backend is the workspace's engine as the terminal commands use it: the
+// engine's session API (daemon.API), in this process (*daemon.Engine) or,
+// while a smith serve holds the workspace for an editor, through that
+// serve's attach socket (editor.Client); both fronts then share dialogs,
+// changes and the undo journal. There is one engine per workspace (it
+// locks the state folder).
 type backend interface {
-	Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error)
-	Changes(ctx context.Context, f daemon.ChangeFilter) ([]daemon.Change, error)
-	Preview(ctx context.Context, changeID string, hunks []string) (*daemon.Preview, error)
-	Apply(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
-	Reject(ctx context.Context, changeID string, hunks []string) (*daemon.Change, error)
-	Undo(ctx context.Context, changeID string) (*daemon.Change, error)
-	ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]daemon.Change, error)
-	Dialogs(ctx context.Context) ([]daemon.Dialog, error)
-	NewDialog(ctx context.Context, title string) (daemon.Dialog, error)
-	SelectDialog(ctx context.Context, id string) error
-	RenameDialog(ctx context.Context, id, title string) error
-	DeleteDialog(ctx context.Context, id string) error
-	History(ctx context.Context, id string, limit, before int) (json.RawMessage, error)
-	Status(ctx context.Context) (daemon.Status, error)
-	// Session, Approve, Reset and Restore are AgentSmithy's session API
-	// for a dialog ("" the current one); they answer the server's JSON.
-	Session(ctx context.Context, dialogID string) (json.RawMessage, error)
-	Checkpoints(ctx context.Context, dialogID string) (json.RawMessage, error)
-	Approve(ctx context.Context, dialogID string) (json.RawMessage, error)
-	Reset(ctx context.Context, dialogID string) (json.RawMessage, error)
-	Restore(ctx context.Context, dialogID, checkpoint string) (json.RawMessage, error)
+	daemon.API
 	// Attached names the smith serve the commands go through ("" when the
 	// engine runs in this process).
 	Attached() string
@@ -88,7 +67,7 @@ func openBackend(ctx context.Context, set *config.Settings) (backend, error) {
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
 	}
-	return &localBackend{eng: eng, peer: eng.Attach(nil)}, nil
+	return &localBackend{Engine: eng}, nil
 }
 
 // noDaemonError: nothing listens on the attach socket (no file, or a
@@ -136,18 +115,12 @@ type remoteBackend struct {
 	sock string
 }
 
-// Chat sends the turn as smith/chat. The terminal sends no editor context
-// (ChatRequest.Context is only set by editors, which send a URI instead).
-func (r *remoteBackend) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
-	return r.Client.Chat(ctx, &editor.ChatParams{DialogID: req.DialogID, Message: req.Message}, emit)
-}
-
 func (r *remoteBackend) Attached() string { return r.sock }
 
-// localBackend is an engine in this process with the terminal's peer.
+// localBackend is an engine in this process; its calls act for the
+// engine's own front (no editor).
 type localBackend struct {
-	eng  *daemon.Engine
-	peer *daemon.Peer
+	*daemon.Engine
 	// stopServing ends what serveOthers started and waits for its
 	// connections; nil when it was not called.
 	stopServing func()
@@ -162,14 +135,14 @@ type localBackend struct {
 // the engine went away (their next smith starts its own); terminals get
 // an error. Failing to listen only costs that sharing.
 func (l *localBackend) serveOthers(ctx context.Context, log *slog.Logger) {
-	path := attachSocket(l.eng.StateDir())
+	path := attachSocket(l.StateDir())
 	ln, err := listenUnix(path)
 	if err != nil {
 		log.Debug("not sharing the engine", "socket", path, "err", err)
 		return
 	}
 	srv := editor.NewServer(editor.Options{
-		Engine:  l.eng,
+		Engine:  l.Engine,
 		Logger:  log,
 		Version: smithVersion(),
 		// The engine and its settings are this command's: a
@@ -193,88 +166,11 @@ func (l *localBackend) serveOthers(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-func (l *localBackend) Chat(ctx context.Context, req daemon.ChatRequest, emit func(protocol.Event)) (*daemon.ChatResult, error) {
-	return l.eng.Chat(ctx, l.peer, req, emit)
-}
-
-func (l *localBackend) Changes(_ context.Context, f daemon.ChangeFilter) ([]daemon.Change, error) {
-	return l.eng.Changes(f), nil
-}
-
-func (l *localBackend) Preview(ctx context.Context, id string, hunks []string) (*daemon.Preview, error) {
-	return l.eng.Preview(ctx, id, hunks)
-}
-
-func (l *localBackend) Apply(ctx context.Context, id string, hunks []string) (*daemon.Change, error) {
-	return l.eng.Apply(ctx, l.peer, id, hunks)
-}
-
-func (l *localBackend) Reject(ctx context.Context, id string, hunks []string) (*daemon.Change, error) {
-	return l.eng.Reject(ctx, l.peer, id, hunks)
-}
-
-func (l *localBackend) Undo(ctx context.Context, id string) (*daemon.Change, error) {
-	return l.eng.Undo(ctx, l.peer, id)
-}
-
-func (l *localBackend) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]daemon.Change, error) {
-	return l.eng.ApplyPatch(ctx, l.peer, dialogID, chs)
-}
-
-func (l *localBackend) Dialogs(ctx context.Context) ([]daemon.Dialog, error) {
-	return l.eng.Dialogs(ctx)
-}
-
-func (l *localBackend) NewDialog(ctx context.Context, title string) (daemon.Dialog, error) {
-	return l.eng.NewDialog(ctx, title)
-}
-
-func (l *localBackend) SelectDialog(ctx context.Context, id string) error {
-	return l.eng.SelectDialog(ctx, id)
-}
-
-func (l *localBackend) RenameDialog(ctx context.Context, id, title string) error {
-	return l.eng.RenameDialog(ctx, id, title)
-}
-
-func (l *localBackend) DeleteDialog(ctx context.Context, id string) error {
-	return l.eng.DeleteDialog(ctx, id)
-}
-
-func (l *localBackend) History(ctx context.Context, id string, limit, before int) (json.RawMessage, error) {
-	return l.eng.History(ctx, id, limit, before)
-}
-
-func (l *localBackend) Status(ctx context.Context) (daemon.Status, error) {
-	return l.eng.Status(ctx), nil
-}
-
-func (l *localBackend) Session(ctx context.Context, id string) (json.RawMessage, error) {
-	return l.eng.Session(ctx, id)
-}
-
-func (l *localBackend) Checkpoints(ctx context.Context, id string) (json.RawMessage, error) {
-	return l.eng.Checkpoints(ctx, id)
-}
-
-func (l *localBackend) Approve(ctx context.Context, id string) (json.RawMessage, error) {
-	return l.eng.Approve(ctx, id)
-}
-
-func (l *localBackend) Reset(ctx context.Context, id string) (json.RawMessage, error) {
-	return l.eng.Reset(ctx, id)
-}
-
-func (l *localBackend) Restore(ctx context.Context, id, checkpoint string) (json.RawMessage, error) {
-	return l.eng.Restore(ctx, id, checkpoint)
-}
-
 func (l *localBackend) Attached() string { return "" }
 
 func (l *localBackend) Close() error {
 	if l.stopServing != nil {
 		l.stopServing()
 	}
-	l.eng.Detach(l.peer)
-	return l.eng.Close()
+	return l.Engine.Close()
 }

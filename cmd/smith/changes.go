@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 func newChangesCmd(s *IOStreams) *cobra.Command {
@@ -170,7 +172,7 @@ func printStatus(s *IOStreams, st daemon.Status, attached string) {
 		{"upstream", st.Upstream},
 		{"dialect", dialect},
 		{"reachable", reach},
-		{"server", string(st.Server)},
+		{"server", serverLine(st.Server)},
 		{"current dialog", st.CurrentDialog},
 		{"pending changes", fmt.Sprint(st.Pending)},
 		{"state", st.StateDir},
@@ -343,4 +345,16 @@ func upstreamUndoAdvice(c *daemon.Change) string {
 	fmt.Fprintf(&b, "  to give up everything the server wrote in the dialog:   smith session reset%s\n", dialog)
 	fmt.Fprintf(&b, "  to go back to a checkpoint:   smith session checkpoints%s, then smith session restore CHECKPOINT%s", dialog, dialog)
 	return b.String()
+}
+
+// serverLine describes the upstream's health answer in one line.
+func serverLine(h *protocol.Health) string {
+	if h == nil {
+		return ""
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

@@ -322,7 +322,7 @@ func outcomeSentence(o protocol.Outcome) string {
 // not answer /health (another dialect's) is left to the turn.
 func refuseDryRun(ctx context.Context, eng backend) error {
 	st, err := eng.Status(ctx)
-	if err != nil || len(st.Server) == 0 {
+	if err != nil || st.Server == nil {
 		return nil
 	}
 	switch st.Dialect {
@@ -330,11 +330,7 @@ func refuseDryRun(ctx context.Context, eng backend) error {
 	default:
 		return nil
 	}
-	var h struct {
-		Service  string `json:"service"`
-		Protocol string `json:"protocol"`
-	}
-	if json.Unmarshal(st.Server, &h) != nil || h.Service != "agentsmithy-server" || h.Protocol == "v0" {
+	if h := st.Server; h.Service != "agentsmithy-server" || h.Protocol == "v0" {
 		return nil
 	}
 	return usageErrorf("--dry-run cannot keep %s from writing: it is an AgentSmithy server, which writes files itself while it answers, "+

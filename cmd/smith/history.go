@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/smith-dev/smith/protocol"
 )
 
 func newHistoryCmd(s *IOStreams) *cobra.Command {
@@ -39,8 +40,7 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					_, err := fmt.Fprintln(s.Out, string(page))
-					return err
+					return printJSON(s, page)
 				}
 				return printHistory(s, page)
 			})
@@ -55,24 +55,8 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 	return cmd
 }
 
-// printHistory renders a history page ({events: [{type, idx, content, name,
-// file, ...}], has_more, first_idx}) for a person.
-func printHistory(s *IOStreams, page json.RawMessage) error {
-	var p struct {
-		Events []struct {
-			Type    string          `json:"type"`
-			Idx     *int            `json:"idx"`
-			Content string          `json:"content"`
-			Name    string          `json:"name"`
-			Args    json.RawMessage `json:"args"`
-			File    string          `json:"file"`
-		} `json:"events"`
-		HasMore  bool `json:"has_more"`
-		FirstIdx int  `json:"first_idx"`
-	}
-	if err := json.Unmarshal(page, &p); err != nil {
-		return fmt.Errorf("history page: %w", err)
-	}
+// printHistory renders a history page for a person.
+func printHistory(s *IOStreams, p *protocol.HistoryPage) error {
 	color := s.ColorOut()
 	for _, e := range p.Events {
 		switch e.Type {

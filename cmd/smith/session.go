@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -81,15 +80,15 @@ func runSession(ctx context.Context, s *IOStreams, b backend, o *sessionOptions,
 	if dialog != "" {
 		name = "dialog " + dialog
 	}
-	var raw json.RawMessage
+	var res any
 	var err error
 	switch sub {
 	case "status":
-		raw, err = b.Session(ctx, dialog)
+		res, err = b.Session(ctx, dialog)
 	case "checkpoints":
-		raw, err = b.Checkpoints(ctx, dialog)
+		res, err = b.Checkpoints(ctx, dialog)
 	case "approve":
-		raw, err = b.Approve(ctx, dialog)
+		res, err = b.Approve(ctx, dialog)
 	case "reset", "restore":
 		what := "the server restores the files of " + name + " to their approved state; their unapproved edits are discarded (the server keeps a checkpoint of them)"
 		if sub == "restore" {
@@ -99,18 +98,18 @@ func runSession(ctx context.Context, s *IOStreams, b backend, o *sessionOptions,
 			return err
 		}
 		if sub == "reset" {
-			raw, err = b.Reset(ctx, dialog)
+			res, err = b.Reset(ctx, dialog)
 		} else {
-			raw, err = b.Restore(ctx, dialog, args[0])
+			res, err = b.Restore(ctx, dialog, args[0])
 		}
 	}
 	if err != nil {
 		return err
 	}
 	if o.json {
-		return printJSON(s, raw)
+		return printJSON(s, res)
 	}
-	return printSession(s, sub, name, raw)
+	return printSession(s, name, res)
 }
 
 // confirm asks before a command that rewrites files: on a terminal it
@@ -132,13 +131,10 @@ func confirm(s *IOStreams, yes bool, sub, what string) error {
 }
 
 // printSession renders the server's answer for a person.
-func printSession(s *IOStreams, sub, name string, raw json.RawMessage) error {
-	switch sub {
-	case "status":
-		var st protocol.SessionStatus
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return fmt.Errorf("the server's session answer: %w", err)
-		}
+func printSession(s *IOStreams, name string, res any) error {
+	switch r := res.(type) {
+	case *protocol.SessionStatus:
+		st := r
 		if !st.HasUnapproved || len(st.ChangedFiles) == 0 {
 			fmt.Fprintf(s.Out, "%s: nothing unapproved\n", name)
 			return nil
@@ -156,11 +152,8 @@ func printSession(s *IOStreams, sub, name string, raw json.RawMessage) error {
 			fmt.Fprintf(s.Out, "  %s %s (+%d -%d)\n", mark, f.Path, f.Additions, f.Deletions)
 		}
 		fmt.Fprintln(s.Err, "approve with: smith session approve; give them up with: smith session reset")
-	case "checkpoints":
-		var l protocol.CheckpointList
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return fmt.Errorf("the server's checkpoint list: %w", err)
-		}
+	case *protocol.CheckpointList:
+		l := r
 		if len(l.Checkpoints) == 0 {
 			fmt.Fprintf(s.Out, "%s: no checkpoints\n", name)
 			return nil
@@ -169,30 +162,18 @@ func printSession(s *IOStreams, sub, name string, raw json.RawMessage) error {
 			fmt.Fprintf(s.Out, "%s  %s\n", c.CommitID, c.Message)
 		}
 		fmt.Fprintln(s.Err, "go back to one with: smith session restore CHECKPOINT")
-	case "approve":
-		var r protocol.ApproveResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("the server's approve answer: %w", err)
-		}
+	case *protocol.ApproveResult:
 		if r.CommitsApproved == 0 {
 			fmt.Fprintf(s.Out, "%s: nothing to approve\n", name)
 			return nil
 		}
 		fmt.Fprintf(s.Out, "%s: approved %d checkpoint(s) (%s); new session %s\n", name, r.CommitsApproved, r.ApprovedCommit, r.NewSession)
-	case "reset":
-		var r protocol.ResetResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("the server's reset answer: %w", err)
-		}
+	case *protocol.ResetResult:
 		fmt.Fprintf(s.Out, "%s: reset to %s; new session %s\n", name, r.ResetTo, r.NewSession)
 		if r.PreResetCheckpoint != nil {
 			fmt.Fprintf(s.Err, "what was discarded is kept as checkpoint %s: smith session restore %s\n", *r.PreResetCheckpoint, *r.PreResetCheckpoint)
 		}
-	case "restore":
-		var r protocol.RestoreResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("the server's restore answer: %w", err)
-		}
+	case *protocol.RestoreResult:
 		fmt.Fprintf(s.Out, "%s: restored to %s (the restore itself is checkpoint %s)\n", name, r.RestoredTo, r.NewCheckpoint)
 	}
 	return nil

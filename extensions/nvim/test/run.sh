@@ -50,12 +50,15 @@ export HOME=$tmp/home TMPDIR=$tmp/tmp
 mkdir -p "$HOME" "$TMPDIR"
 
 # start_upstream NAME WORKSPACE PROTOCOL [flags...]: starts `smith upstream`
+# (PROTOCOL "" for the other dialects)
 # and sets URL to the base URL it prints as its first stdout line.
 start_upstream() {
 	local name=$1 ws=$2 protocol=$3
 	shift 3
 	mkdir -p "$ws"
-	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 --protocol "$protocol" "$@" \
+	local pflag=(--protocol "$protocol")
+	[ -z "$protocol" ] && pflag=()
+	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 "${pflag[@]}" "$@" \
 		>"$tmp/$name.out" 2>"$tmp/$name.log" &
 	pids+=($!)
 	URL=
@@ -85,6 +88,10 @@ export SMITH_TEST_WS_STALL=$tmp/ws-stall SMITH_TEST_URL_STALL=$URL
 # v2 streams reasoning and writes files itself.
 start_upstream v2 "$tmp/ws-v2" v2
 export SMITH_TEST_WS_V2=$tmp/ws-v2 SMITH_TEST_URL_V2=$URL
+# Oracle: one tool call reported three times (pending, running, done) and one
+# that fails, replayed byte for byte.
+start_upstream oracle "$tmp/ws-oracle" "" --dialect oracle --replay "$here/oracle-tool-status.sse"
+export SMITH_TEST_WS_ORACLE=$tmp/ws-oracle SMITH_TEST_URL_ORACLE=$URL
 export SMITH_BIN SMITH_TEST_FILTER=${1:-} SMITH_TEST_OUT=$tmp/result
 
 status=0

@@ -16,6 +16,8 @@ local WS_STALL = vim.loop.fs_realpath(env.SMITH_TEST_WS_STALL)
 local URL_STALL = env.SMITH_TEST_URL_STALL
 local WS_V2 = vim.loop.fs_realpath(env.SMITH_TEST_WS_V2)
 local URL_V2 = env.SMITH_TEST_URL_V2
+local WS_ORACLE = vim.loop.fs_realpath(env.SMITH_TEST_WS_ORACLE)
+local URL_ORACLE = env.SMITH_TEST_URL_ORACLE
 local TIMEOUT = 15000
 -- A workspace whose upstream does not answer (nothing listens on port 9).
 local WS_DOWN = vim.fn.tempname()
@@ -284,6 +286,18 @@ test('a turn streams into the markdown chat buffer', function()
   for _, id in ipairs({ result.changes[1], second.changes[1] }) do
     s:request_sync('smith/change/reject', { changeId = id })
   end
+end)
+
+test('oracle: a tool call reported pending, running and done is one line; a failure is told', function()
+  fresh_start(WS_ORACLE)
+  smith.open_chat(WS_ORACLE)
+  local s = session_of(WS_ORACLE)
+  local result = turn('Smith find the auth code')
+  eq(result.outcome, 'completed', 'outcome')
+  local text = buf_text(s.chat_buf)
+  local _, n = text:gsub('tool `search_code`', '')
+  eq(n, 1, 'chat lines for the one search_code call in:\n' .. text)
+  contains(text, 'tool `read_file` failed', 'chat buffer tells the failed call')
 end)
 
 test('v2: reasoning is folded; a file the server wrote is reloaded, and reject reverses it', function()
@@ -816,7 +830,7 @@ end)
 local function setup()
   smith.setup({
     cmd = function(root)
-      local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2, [WS_DOWN] = URL_DOWN })[root] or URL
+      local url = ({ [WS_STALL] = URL_STALL, [WS_V2] = URL_V2, [WS_DOWN] = URL_DOWN, [WS_ORACLE] = URL_ORACLE })[root] or URL
       return { BIN, 'serve', '--upstream', url }
     end,
   })
