@@ -157,11 +157,13 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		}
 		last = cs.turn(ctx, line)
 		var ee *ExitError
-		if errors.As(last, &ee) && ee.Code == ExitUnreachable {
-			return last
+		if errors.As(last, &ee) && (ee.Code == ExitUnreachable || ee.Code == ExitInterrupted || ee.Code == ExitTerminated) {
+			return last // nothing more to do here; a signal ends the session too
 		}
 		if last != nil {
-			fmt.Fprintln(s.Err, "smith:", last)
+			if ee == nil || !ee.Silent {
+				fmt.Fprintln(s.Err, "smith:", last)
+			}
 			last = &ExitError{Code: exitCodeOf(last), Err: last, Silent: true}
 		}
 	}

@@ -93,6 +93,8 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     'update.mode': 'none',
     'git.enabled': false,
     'editor.codeLens': true,
+    // The test measures that an accepted hunk waits in the buffer until saved: no auto-save.
+    'files.autoSave': 'off',
     'diffEditor.renderSideBySide': true,
     'diffEditor.useInlineViewWhenSpaceIsLimited': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
@@ -111,7 +113,7 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   cs.stdout!.on('data', (d) => { csLog += d; });
   cs.stderr!.on('data', (d) => { csLog += d; });
-  let keep = false;
+  let keep = !!process.env.SMITH_E2E_KEEP;
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
@@ -141,6 +143,13 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     const answer = await chat.locator('.message.assistant .markdown').last().innerText();
     assert.match(answer, /subtotal/);
     await page.screenshot({ path: path.join(shots, 'chat.png') });
+
+    // Hidden and shown again (VS Code disposes the webview's page meanwhile): the answer is back.
+    await runCommand(page, 'View: Toggle Primary Side Bar Visibility');
+    await page.locator('.pane', { hasText: 'Changes' }).waitFor({ state: 'hidden' });
+    await runCommand(page, 'Smith: Chat');
+    const shown = await chatFrame(page);
+    await shown.locator('.message.assistant .markdown', { hasText: 'subtotal' }).first().waitFor({ timeout: 15_000 });
 
     // The Changes tree lists the pending change; it opens the native diff editor.
     const item = page.locator('.pane', { hasText: 'Changes' }).locator('.monaco-list-row', { hasText: 'main.go' }).first();
