@@ -10,10 +10,9 @@ import (
 	"github.com/smith-dev/smith/protocol"
 )
 
-// CONTRACT FILE: the engine's Go API as the fronts (editor/ and cmd/smith)
-// use it. The engine work fills in the bodies (and may move them to other
-// files of this package) keeping these names and meanings; additions are
-// fine, changes are announced to the fronts.
+// This file holds what the fronts see of the engine: the session API
+// (API), its configuration, the Editor a front implements, and the types
+// and errors of its results. docs/engine.md describes the parts behind it.
 
 // API is the engine's session API: every front (the CLI, the LSP front,
 // the ACP agent, the VS Code extension) programs against it, in process
