@@ -310,6 +310,7 @@ class SmithExtension {
       this.dialogs = [];
     }
     this.chat.post();
+    this.tree.refresh(); // its dialog labels are the titles
   }
 
   async dialogAction(kind: 'new' | 'switch' | 'rename' | 'delete', dialogId?: string): Promise<void> {

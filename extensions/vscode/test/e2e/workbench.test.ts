@@ -142,6 +142,8 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     await chat.locator('#busy').waitFor({ state: 'hidden', timeout: 60_000 });
     const answer = await chat.locator('.message.assistant .markdown').last().innerText();
     assert.match(answer, /subtotal/);
+    // The status bar names the dialect the turn spoke and counts the pending change.
+    await page.locator('.statusbar-item', { hasText: 'smith: agentsmithy v0 · 1 pending' }).waitFor({ timeout: 15_000 });
     await page.screenshot({ path: path.join(shots, 'chat.png') });
 
     // Hidden and shown again (VS Code disposes the webview's page meanwhile): the answer is back.
@@ -198,6 +200,10 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     await runCommand(page, 'File: Save All');
     await until('main.go saved back to the original', () => fs.readFileSync(file, 'utf8') === MAIN_GO, 15_000);
     await page.screenshot({ path: path.join(shots, 'after-undo.png') });
+
+    // The Output channel carries the daemon's stderr.
+    await runCommand(page, 'Smith: Show output');
+    await page.locator('.output-view .view-lines', { hasText: 'msg=initialized' }).waitFor({ timeout: 15_000 });
 
     for (const f of ['chat.png', 'diff-review.png']) {
       assert.ok(fs.statSync(path.join(shots, f)).size > 20_000, `${f} has content`);
