@@ -32,7 +32,13 @@ import (
 
 var smithBin string
 
+// TestMain builds smith for the run, unless SMITH_BIN names a binary to
+// test (for example one built with -race).
 func TestMain(m *testing.M) {
+	if b := os.Getenv("SMITH_BIN"); b != "" {
+		smithBin = b
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "smith-acp-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -955,5 +961,80 @@ func TestTerminalHint(t *testing.T) {
 	}
 	if stdout.String() != "" {
 		t.Errorf("stdout is for the protocol only; it got %q", stdout.String())
+	}
+}
+
+// TestModesAndSlashCommands: the slash commands are announced after the
+// session/new answer; in mode "auto" a change is applied without asking;
+// /changes lists it and /undo takes it back.
+func TestModesAndSlashCommands(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	c := &client{}
+	c.permit = func(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		t.Errorf("permission asked in mode auto: %+v", p.ToolCall)
+		return choose(optionOf(p, sdk.PermissionOptionKindRejectOnce)), nil
+	}
+	p := start(t, f, c)
+	ctx := ctxT(t)
+	if _, err := p.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: f.ws, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Modes == nil || ns.Modes.CurrentModeId != "review" || len(ns.Modes.AvailableModes) != 2 {
+		t.Errorf("modes %+v, want review and auto, review current", ns.Modes)
+	}
+	sid := ns.SessionId
+	c.waitFor("the slash commands", func(us []sdk.SessionNotification) bool {
+		for _, u := range us {
+			if u.Update.AvailableCommandsUpdate != nil {
+				return true
+			}
+		}
+		return false
+	})
+	var names []string
+	for _, u := range c.updates() {
+		if a := u.Update.AvailableCommandsUpdate; a != nil {
+			for _, cmd := range a.AvailableCommands {
+				names = append(names, cmd.Name)
+			}
+		}
+	}
+	if strings.Join(names, " ") != "changes undo approve reset dialogs" {
+		t.Errorf("slash commands %v", names)
+	}
+	answered, announced := -1, -1
+	for i, l := range p.stdout() {
+		if strings.Contains(l, `"result"`) && strings.Contains(l, string(sid)) && answered < 0 {
+			answered = i
+		}
+		if strings.Contains(l, "available_commands_update") && announced < 0 {
+			announced = i
+		}
+	}
+	if answered < 0 || announced < answered {
+		t.Errorf("available_commands_update (line %d) came before the session/new answer (line %d)", announced, answered)
+	}
+
+	if _, err := p.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	p.prompt(t, sid, "rename total to subtotal in main.go")
+	if got := f.read(t, "main.go"); got != renamed {
+		t.Errorf("mode auto did not apply the change:\n%s", got)
+	}
+	p.prompt(t, sid, "/changes")
+	if got := agentText(c.updates()); !strings.Contains(got, "c1") || !strings.Contains(got, "**applied**") {
+		t.Errorf("/changes answered:\n%s", got)
+	}
+	p.prompt(t, sid, "/undo")
+	if got := f.read(t, "main.go"); got != mainGo {
+		t.Errorf("/undo did not restore main.go:\n%s", got)
+	}
+	if _, err := p.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: "yolo"}); err == nil || !strings.Contains(err.Error(), `unknown mode \"yolo\"`) {
+		t.Errorf("an unknown mode: %v", err)
 	}
 }

@@ -42,7 +42,9 @@ Settings come from the flags, then SMITH_* variables, .smith.toml, the user's
 config file, a running AgentSmithy server of the workspace, and the defaults
 (see smith config). Set-up for each editor: docs/acp.md.`,
 		Example: `  # Zed, settings.json:
-  #   "agent_servers": { "smith": { "command": "smith", "args": ["acp"] } }
+  #   "agent_servers": { "smith": { "type": "custom", "command": "smith", "args": ["acp"] } }
+  # JetBrains, ~/.jetbrains/acp.json:
+  #   { "agent_servers": { "smith": { "command": "/usr/local/bin/smith", "args": ["acp"] } } }
   smith acp --workspace ~/src/project
   smith acp --upstream http://127.0.0.1:8765 --log-level debug 2>smith-acp.log`,
 		Args: cobra.NoArgs,
@@ -87,6 +89,7 @@ config file, a running AgentSmithy server of the workspace, and the defaults
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().Lookup("workspace").Usage = "workspace `directory` (default: the cwd of the editor's first session; later sessions must be inside it)"
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn, error")
 	return cmd
 }
