@@ -898,6 +898,15 @@ func TestUpstreamToolsErrorsAndCitations(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("%d read tool calls, want 1 (read_file): %+v", reads, toolCalls(c.updates()))
 	}
+	thoughts := 0
+	for _, u := range c.updates() {
+		if m := u.Update.AgentThoughtChunk; m != nil && m.Content.Text != nil && m.Content.Text.Text != "" {
+			thoughts++
+		}
+	}
+	if thoughts == 0 {
+		t.Error("the upstream's reasoning came as no agent_thought_chunk")
+	}
 
 	r := p.prompt(t, sid, "fail with quota exceeded")
 	if r.StopReason != sdk.StopReasonEndTurn {
