@@ -1,7 +1,9 @@
 #!/bin/sh
 # startup.sh: whole-process cost of smith next to git apply and the Go floor
-# (a hello world built by the same toolchain), with perf stat. See
-# docs/benchmarks.md, "Where smith's time goes".
+# (a hello world built by the same toolchain, and the same linked with every
+# package smith links: bench/startup/hellodeps), with perf stat, then
+# `smith version` against both alternating in the same rounds (bench/abproc)
+# with the ratio. See docs/benchmarks.md, "Where smith's time goes".
 #
 #   bench/startup.sh [RUNS]      (default 300; needs perf and git)
 #
@@ -13,7 +15,9 @@ runs=${1:-300}
 cd "$(dirname "$0")/.."
 bin=${BIN:-${TMPDIR:-/tmp}/smith-bench}
 mkdir -p "$bin"
-go build -o "$bin/hello" ./bench/startup/hello
+CGO_ENABLED=0 go build -o "$bin/hello" ./bench/startup/hello
+CGO_ENABLED=0 go build -o "$bin/hellodeps" ./bench/startup/hellodeps
+go build -o "$bin/abproc" ./bench/abproc
 CGO_ENABLED=0 go build -o "$bin/smith" ./cmd/smith
 CGO_ENABLED=1 go build -o "$bin/smith-cgo" ./cmd/smith
 
@@ -39,9 +43,15 @@ measure() {
 echo "| command | elapsed ms | CPU ms | page faults |"
 echo "|---|---|---|---|"
 measure "$bin/hello"
+measure "$bin/hellodeps"
 measure git --version
 measure git apply --check one.patch
 measure "$bin/smith" version
 measure "$bin/smith" apply --check one.patch
 measure "$bin/smith-cgo" version
 measure "$bin/smith-cgo" apply --check one.patch
+
+echo
+"$bin/abproc" -rounds "$runs" -- smith="$bin/smith" version -- hello="$bin/hello" -- hellodeps="$bin/hellodeps" | tee "$ws/table"
+awk -F'|' '$2 ~ /^ (smith|hello|hellodeps) $/ { gsub(/ /, "", $2); cpu[$2] = $3 }
+	END { printf "smith version / hello world: %.2fx by CPU (target <= 1.3x); hello linked with smith'"'"'s packages / hello world: %.2fx\n", cpu["smith"] / cpu["hello"], cpu["hellodeps"] / cpu["hello"] }' "$ws/table"

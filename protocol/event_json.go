@@ -1,6 +1,10 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -50,21 +54,27 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
+// jsonSafeASCII marks with '1' the bytes appendJSONString copies as they
+// are: printable ASCII but for '"' and '\\'. (A constant: a lookup is
+// cheaper than the three comparisons per byte it replaces.)
+const jsonSafeASCII = "0000000000000000000000000000000011011111111111111111111111111111111111111111111111111111111101111111111111111111111111111111111100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+
 // appendJSONString appends s as a JSON string the way encoding/json does
 // without HTML escaping: the short escapes \" \\ \b \f \n \r \t, \u00XX
 // for the other control bytes, \ufffd for each invalid UTF-8 byte, and
 // \u2028 and \u2029 escaped (they end lines in JavaScript).
 func appendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if jsonSafeASCII[b] == '1' {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -105,4 +115,38 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendSummaryJSON appends s's JSON encoding to dst, byte for byte what
+// encoding/json's Encoder writes for it with SetEscapeHTML(false), without
+// the trailing newline.
+//
+// Why: the summary carries the turn's whole text and reasoning, and the
+// reflective encoder escaped a 1 MB answer at several nanoseconds a byte
+// into a buffer grown by doubling (7 % of a 100k-event `smith replay
+// --json`). Everything but the two texts still goes through encoding/json;
+// they are encoded straight into dst.
+func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
+	rest := *s
+	rest.Text, rest.Reasoning = "", ""
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&rest); err != nil {
+		return dst, err
+	}
+	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	// The members before text are strings and null, in which `,"` cannot
+	// occur unescaped: the first match is the summary's own member.
+	const empty = `,"text":"","reasoning":""`
+	i := bytes.Index(out, []byte(empty))
+	if i < 0 {
+		return dst, errors.New("summary JSON without its text members")
+	}
+	dst = append(dst, out[:i]...)
+	dst = append(dst, `,"text":`...)
+	dst = appendJSONString(dst, s.Text)
+	dst = append(dst, `,"reasoning":`...)
+	dst = appendJSONString(dst, s.Reasoning)
+	return append(dst, out[i+len(empty):]...), nil
 }

@@ -71,3 +71,52 @@ func FuzzAppendEventJSON(f *testing.F) {
 		}
 	})
 }
+
+func stdSummaryJSON(t testing.TB, s *Summary) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+func TestAppendSummaryJSON(t *testing.T) {
+	v2 := "v2"
+	score := 0.5
+	sums := []Summary{
+		{Type: "summary", Dialect: DialectAgentSmithy, Protocol: &v2, DialogID: `d"1`, TurnID: "t", Outcome: OutcomeCompleted,
+			Text: "line with \"quotes\"\n<&> \u2028 \xff", Reasoning: "hmm,\"text\":\"\"",
+			Citations:  []Citation{{Title: `,"text":"","reasoning":""`, Score: &score}},
+			ToolCalls:  []ToolCall{{Name: "x", Args: json.RawMessage(`{"a": "<b>"}`)}},
+			Changes:    []ChangeSummary{{ID: "c1", Path: "/p", Kind: ChangeModify, Status: "proposed"}},
+			Violations: []Violation{}, TextTruncated: true},
+		{Type: "summary", Outcome: OutcomeError},
+		{},
+	}
+	for _, s := range sums {
+		got, err := AppendSummaryJSON([]byte("x"), &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "x" + stdSummaryJSON(t, &s); string(got) != want {
+			t.Errorf("\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+func FuzzAppendSummaryJSON(f *testing.F) {
+	f.Add("d", "text \"q\"\n", "reasoning \xff", "title <&>")
+	f.Fuzz(func(t *testing.T, dialog, text, reasoning, title string) {
+		s := Summary{Type: "summary", DialogID: dialog, Outcome: OutcomeCompleted, Text: text, Reasoning: reasoning,
+			Citations: []Citation{{Title: title}}}
+		got, err := AppendSummaryJSON(nil, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := stdSummaryJSON(t, &s); string(got) != want {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
