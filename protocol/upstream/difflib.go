@@ -277,7 +277,9 @@ func agentSmithyDiff(abs, oldText, newText string) string {
 // AgentSmithyDiff is the diff an AgentSmithy v1/v2 server sends for
 // changing the file at abs from oldText to newText (see agentSmithyDiff):
 // what a consumer of those diffs (diffapply's tests) checks itself against.
-func AgentSmithyDiff(abs, oldText, newText string) string { return agentSmithyDiff(abs, oldText, newText) }
+func AgentSmithyDiff(abs, oldText, newText string) string {
+	return agentSmithyDiff(abs, oldText, newText)
+}
 
 // legacyDiff is the diff of a v0 diff event: lines without their ends,
 // joined with "\n", so a valid unified diff without a final newline (and
