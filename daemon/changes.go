@@ -349,7 +349,7 @@ func (e *Engine) Change(id string) (*Change, error) {
 	if v := e.view(id); v != nil {
 		return v, nil
 	}
-	return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+	return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
 }
 
 // Preview returns the text before and after applying the given hunks (all
@@ -370,7 +370,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	snap := c.snapshot()
 	e.mu.Unlock()
 	if snap.Abs == "" {
-		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
+		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to preview", ErrInvalidState, changeID, snap.Reason)
 	}
 	var before, after []byte
 	var ids []string
@@ -437,7 +437,7 @@ func (e *Engine) recordSnapshot(id string) (*changeRecord, changeRecord, error) 
 func (e *Engine) recordLocked(id string) (*changeRecord, error) {
 	c, ok := e.changes[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
 	}
 	return c, nil
 }
@@ -461,7 +461,7 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 			return nil, fmt.Errorf("%w: change %s has no hunk %s", ErrUnknownChange, c.ID, id)
 		}
 		if !slices.Contains(statuses, c.Hunks[i].Status) {
-			return nil, fmt.Errorf("change %s hunk %s is %s; only %v hunks can be used here", c.ID, id, c.Hunks[i].Status, statuses)
+			return nil, fmt.Errorf("%w: change %s hunk %s is %s; only %v hunks can be used here", ErrInvalidState, c.ID, id, c.Hunks[i].Status, statuses)
 		}
 	}
 	return requested, nil

@@ -259,7 +259,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
 		return false, nil
 	}
-	b, err := openBackend(ctx, set)
+	b, err := openBackend(ctx, s, set)
 	if err != nil {
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
 		return false, nil
@@ -286,7 +286,7 @@ func recoverEngine(ctx context.Context, s *IOStreams, root string) {
 		fmt.Fprintf(s.Err, "warning: the workspace's settings cannot be read, so its engine journal was not checked: %v\n", err)
 		return
 	}
-	b, err := openBackend(ctx, set)
+	b, err := openBackend(ctx, s, set)
 	if err != nil {
 		fmt.Fprintf(s.Err, "warning: the workspace's engine journal was not checked: %v\n", err)
 		return
