@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -324,6 +325,21 @@ func (e *Engine) view(id string) *Change {
 // whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	e.mu.Lock()
+	if f.DialogID != "" {
+		// A prefix of a dialog id the changes were recorded under.
+		var ids []string
+		for _, c := range e.st.Changes {
+			if !slices.Contains(ids, c.DialogID) {
+				ids = append(ids, c.DialogID)
+			}
+		}
+		if id, err := matchDialogID(f.DialogID, ids); err == nil {
+			f.DialogID = id
+		} else if errors.Is(err, ErrAmbiguousDialog) {
+			e.mu.Unlock()
+			return nil, err
+		}
+	}
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
 		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))
