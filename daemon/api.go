@@ -10,10 +10,9 @@ import (
 	"github.com/smith-dev/smith/protocol"
 )
 
-// CONTRACT FILE: the engine's Go API as the fronts (editor/ and cmd/smith)
-// use it. The engine work fills in the bodies (and may move them to other
-// files of this package) keeping these names and meanings; additions are
-// fine, changes are announced to the fronts.
+// This file holds what the fronts see of the engine: the session API
+// (API), its configuration, the Editor a front implements, and the types
+// and errors of its results. docs/engine.md describes the parts behind it.
 
 // API is the engine's session API: every front (the CLI, the LSP front,
 // the ACP agent, the VS Code extension) programs against it, in process
@@ -252,6 +251,21 @@ var (
 	ErrMessageTooLong = errors.New("message too long")
 	ErrUnknownChange  = errors.New("unknown change")
 	ErrUnknownDialog  = errors.New("unknown dialog")
-	ErrConflict       = errors.New("conflict")
-	ErrUnsupported    = errors.New("not supported by this upstream")
+	// ErrConflict: the text changed since smith planned against it, or
+	// an editor refused the edit. Its text differs from diffapply's
+	// ErrConflict ("conflict": a hunk that does not match), which the
+	// engine wraps in it, so that a message says which it was.
+	ErrConflict = errors.New("change conflict")
+	// ErrInvalidState: the change or hunk is not in a state that allows
+	// the call (applying a rejected change, nothing to undo).
+	ErrInvalidState = errors.New("not possible in this state")
+	// ErrUpstreamUnreachable and ErrUpstream wrap the errors of the
+	// upstream's client (package protocol): no HTTP answer, or an answer
+	// that is an HTTP error or not an event stream. The fronts map only
+	// the engine's errors.
+	ErrUpstreamUnreachable = errors.New("upstream unreachable")
+	ErrUpstream            = errors.New("upstream error")
+	// ErrStateCorrupt: the workspace's state file cannot be read.
+	ErrStateCorrupt = errors.New("state file unreadable")
+	ErrUnsupported  = errors.New("not supported by this upstream")
 )

@@ -5,290 +5,499 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
 )
 
-// target is where a write goes: an open buffer of some editor, or disk.
-type target struct {
-	text    []byte
-	exists  bool
-	open    bool
-	version int32
-	ed      Editor
+// This file holds the writes of changes: Apply, ApplyChanges, ApplyPatch
+// and Undo, and the batch write they share.
+//
+// A batch is a set of file writes that happen together or not at all:
+// the files open in an editor go to that editor in one ApplyEdit (which is
+// all-or-none by the Editor contract), the others to disk in one
+// diffapply.Commit (atomic, with a crash journal). Editors go first
+// because they may refuse; should the disk commit fail after them, their
+// edits are taken back.
+
+// fileWrite is one file of a batch.
+type fileWrite struct {
+	abs        string
+	rel        string
+	tg         target // what smith read; the write is guarded by it
+	next       []byte
+	nextExists bool
+	via        string // "editor" | "disk", set by writeBatch
 }
 
-// current reads the text the user sees of abs, preferring p's editor.
-func (e *Engine) current(p *Peer, abs string) (target, error) {
-	if t, v, ed, ok := e.document(p, abs); ok {
-		return target{text: t, exists: true, open: true, version: v, ed: ed}, nil
-	}
-	b, exists, err := e.ws.readFile(abs)
-	if err != nil {
-		return target{}, fmt.Errorf("read %s: %w", abs, err)
-	}
-	return target{text: b, exists: exists}, nil
-}
-
-// deletedBehindBuffer is the target of undoing a deletion that smith made
-// on disk while an editor kept the file's buffer open (an editor without
-// the delete resource operation gets the deletion on disk): when the file
-// is still absent and the buffer holds exactly the bytes from before, the
-// file comes back on disk, which loses nothing. Otherwise tg is kept, and
-// the undo is refused as usual.
-func (e *Engine) deletedBehindBuffer(r *undoRecord, tg target) target {
-	b, exists, err := e.ws.readFile(r.Path)
-	if err != nil || exists || !r.Before.matches(tg.text, true) {
-		return tg
-	}
-	return target{text: b, exists: false}
-}
-
-// mergeStatuses keeps the recorded status of hunks that are no longer
-// pending and takes match data of the fresh plan.
-func mergeStatuses(old, fresh []Hunk) []Hunk {
-	prev := map[string]string{}
-	for _, h := range old {
-		prev[h.ID] = h.Status
-	}
-	out := slices.Clone(fresh)
-	for i := range out {
-		if s, ok := prev[out[i].ID]; ok && s != StatusPending && s != StatusUndone {
-			out[i].Status = s
+func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) error {
+	// Group the open files by editor, keeping the order of first use.
+	var eds []Editor
+	byEd := map[Editor][]FileEdit{}
+	writes := map[Editor][]*fileWrite{}
+	var disk []diffapply.Write
+	toDisk := func(w *fileWrite) error {
+		dw, err := e.diskWrite(w)
+		if err != nil {
+			return err
 		}
+		disk = append(disk, dw)
+		w.via = "disk"
+		return nil
 	}
-	return out
-}
-
-// announce tells every peer that a change changed (and that its file was
-// written behind the editors when it went to disk) and returns its view.
-func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
-	v := e.view(changeID)
-	e.queue(Notification{Kind: NoteChangeUpdated, Change: v})
 	for _, w := range ws {
-		if w.via == "disk" {
-			e.queue(Notification{Kind: NoteFileChanged, Path: w.abs})
+		if w.tg.open {
+			if _, ok := byEd[w.tg.ed]; !ok {
+				eds = append(eds, w.tg.ed)
+			}
+			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Delete: !w.nextExists})
+			writes[w.tg.ed] = append(writes[w.tg.ed], w)
+			w.via = "editor"
+			continue
+		}
+		if err := toDisk(w); err != nil {
+			return err
 		}
 	}
-	return v
-}
-
-// Reject rejects hunks (all when empty) of a change. Pending hunks are
-// marked rejected and nothing is written. For hunks already written
-// (applied, appliedUpstream) it reverse-applies exactly those hunks to the
-// text the user sees; an unsure reverse match is ErrConflict and nothing is
-// written.
-func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*Change, error) {
-	p := e.peerOf(ctx)
-	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	c, snap, err := e.recordSnapshot(changeID)
-	if err != nil {
-		return nil, err
-	}
-	if snap.Abs == "" {
-		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to reject", changeID, snap.Reason)
-	}
-	ids, err := selectHunks(&snap, hunks, StatusPending, StatusConflict, StatusApplied, StatusAppliedUpstream, StatusUndone)
-	if err != nil {
-		return nil, err
-	}
-	var written []string
-	for _, h := range snap.Hunks {
-		if slices.Contains(ids, h.ID) && (h.Status == StatusApplied || h.Status == StatusAppliedUpstream) {
-			written = append(written, h.ID)
-		}
-	}
-	wholeWritten := len(snap.Hunks) == 0 && (snap.Status == StatusApplied || snap.Status == StatusAppliedUpstream)
-	var w *fileWrite
-	var rec *undoRecord
-	if len(written) > 0 || wholeWritten {
-		tg, err := e.current(p, snap.Abs)
-		if err != nil {
-			return nil, err
-		}
-		next, nextExists, err := e.reverseHunks(&snap, tg.text, written)
+	var done []Editor
+	for _, ed := range eds {
+		err := ed.ApplyEdit(ctx, label, byEd[ed])
 		if errors.Is(err, ErrUnsupported) {
-			return nil, fmt.Errorf("reject %s: %w", changeID, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
-		}
-		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
-		if rec, err = e.beginUndo(c, "reject", w, 0, ids); err != nil {
-			return nil, err
-		}
-		if err := e.writeBatch(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), []*fileWrite{w}); err != nil {
-			e.finishUndo(rec, "", undoFailed)
-			return nil, err
-		}
-		e.mu.Lock()
-		c.BaseHash = contentHash(next, nextExists)
-		e.mu.Unlock()
-	}
-	e.mu.Lock()
-	for i := range c.Hunks {
-		if slices.Contains(ids, c.Hunks[i].ID) {
-			c.Hunks[i].Status = StatusRejected
-		}
-	}
-	c.Status = deriveStatus(c.Hunks, StatusRejected)
-	if c.Status != StatusConflict {
-		c.Reason = ""
-	}
-	e.mu.Unlock()
-	if rec != nil {
-		e.finishUndo(rec, w.via, undoDone)
-	} else {
-		e.saveLogged()
-	}
-	if w == nil {
-		return e.announce(changeID), nil
-	}
-	return e.announce(changeID, w), nil
-}
-
-// beginUndo journals a write before it happens: the bytes before go to the
-// blob store and a pending record to the state file, so that a crash
-// between here and the write is resolved at the next start (recover).
-func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
-	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
-	if err != nil {
-		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
-	}
-	after, err := e.store.putBlob(w.next, w.nextExists)
-	if err != nil {
-		return nil, fmt.Errorf("journal the bytes after the write (nothing was written): %w", err)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	prev := map[string]string{}
-	for _, h := range c.Hunks {
-		prev[h.ID] = h.Status
-	}
-	r := &undoRecord{
-		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
-		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
-		Hunks: hunks,
-	}
-	e.st.NextUndo++
-	e.st.Undo = append(e.st.Undo, r)
-	if err := e.saveLocked(); err != nil {
-		e.st.Undo = e.st.Undo[:len(e.st.Undo)-1]
-		return nil, fmt.Errorf("journal the write (nothing was written): %w", err)
-	}
-	return r, nil
-}
-
-func (e *Engine) finishUndo(r *undoRecord, via, state string) {
-	e.mu.Lock()
-	r.State, r.Via = state, via
-	err := e.saveLocked()
-	e.mu.Unlock()
-	if err != nil {
-		e.log.Error("save state", "err", err)
-	}
-}
-
-func (e *Engine) saveLogged() {
-	e.mu.Lock()
-	err := e.saveLocked()
-	e.mu.Unlock()
-	if err != nil {
-		e.log.Error("save state", "err", err)
-	}
-}
-
-// recover resolves writes that were journalled but not finished when the
-// previous engine stopped: a file holding the bytes after is marked done
-// (undo can restore it) and its change settled as the finished write
-// would have left it (applied or rejected, not stale); one holding the
-// bytes before is marked failed. Anything else is left to the user and
-// logged; Undo then refuses.
-func (e *Engine) recover() error {
-	dirty := false
-	for _, r := range e.st.Undo {
-		if r.State != undoPending {
+			// The editor cannot express the edit (deleting a file without
+			// the resource-operation capability) and has changed nothing:
+			// its files are written on disk like closed ones, guarded by
+			// the text smith read (a buffer with unsaved edits that differ
+			// from the disk makes the commit refuse: a conflict, never a
+			// wrong write), and the editors are told to reload them
+			// (fileChanged, since via is "disk").
+			e.log.Debug("editor cannot apply the edit; writing on disk", "paths", editPaths(byEd[ed]), "err", err)
+			for _, w := range writes[ed] {
+				if err := toDisk(w); err != nil {
+					e.takeBack(ctx, label, done, byEd)
+					return err
+				}
+			}
 			continue
 		}
-		b, exists, err := e.ws.readFile(r.Path)
 		if err != nil {
-			e.log.Warn("cannot read a file an interrupted write named; its record is marked failed", "path", r.Path, "err", err)
-			r.State, dirty = undoFailed, true
-			continue
+			e.takeBack(ctx, label, done, byEd)
+			return fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err)
 		}
-		switch {
-		case r.After.matches(b, exists):
-			r.State, r.Via = undoDone, "disk"
-			e.settle(r)
-		case r.Before.matches(b, exists):
-			r.State = undoFailed
-		default:
-			r.State = undoFailed
-			e.log.Warn("interrupted write left a file in neither state", "path", r.Path, "change", r.ChangeID)
-		}
-		dirty = true
+		done = append(done, ed)
 	}
-	if dirty {
-		return e.saveLocked()
+	if len(disk) == 0 {
+		return nil
+	}
+	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
+		e.takeBack(ctx, label, done, byEd)
+		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+			return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
+		}
+		return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
 	}
 	return nil
 }
 
-// settle sets the change of a write that recovery found done to what the
-// writer would have set had it not been killed.
-func (e *Engine) settle(r *undoRecord) {
-	c := e.changes[r.ChangeID]
-	if c == nil {
-		return
-	}
-	status := StatusApplied
-	if r.Action == "reject" {
-		status = StatusRejected
-	}
-	for i := range c.Hunks {
-		if r.Hunks == nil || slices.Contains(r.Hunks, c.Hunks[i].ID) {
-			c.Hunks[i].Status = status
-		}
-	}
-	if r.Path == c.Abs || r.Action == "reject" {
-		c.BaseHash = contentHash(nil, false)
-		if r.After.Exists {
-			c.BaseHash = r.After.Hash
-		}
-	}
-	c.Status = deriveStatus(c.Hunks, status)
-	c.Reason = ""
-}
-
-// snapshot copies a record so that it can be used without e.mu.
-func (c *changeRecord) snapshot() changeRecord {
-	s := *c
-	s.Hunks = slices.Clone(c.Hunks)
-	return s
-}
-
-// revalidate re-plans a pending change against text and reports whether
-// its status or hunks changed.
-func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
-	c, snap, err := e.recordSnapshot(id)
+// diskWrite is w as a diffapply write guarded by the hash of what smith
+// read.
+func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
+	rel, err := relTo(e.ws.root, w.abs)
 	if err != nil {
-		return false
+		return diffapply.Write{}, err
 	}
-	if snap.Abs == "" || snap.Src.AppliedUpstream {
-		return false
+	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent}
+	if w.tg.exists {
+		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
-	if contentHash(text, exists) == snap.BaseHash {
-		return false
+	if w.nextExists {
+		dw.Content = w.next
+		if dw.Content == nil {
+			dw.Content = []byte{} // nil would delete
+		}
 	}
-	before := snap.snapshot()
-	e.plan(&snap, text, exists)
-	changed := before.Status != snap.Status || !slices.Equal(before.Hunks, snap.Hunks)
+	return dw, nil
+}
+
+// takeBack reverts edits already applied by editors of a failed batch,
+// best effort: each buffer that still holds what smith put there gets its
+// old text back.
+func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd map[Editor][]FileEdit) {
+	for _, ed := range eds {
+		var back []FileEdit
+		for _, fe := range byEd[ed] {
+			text, v, ok := ed.Document(fe.Path)
+			if !ok || string(text) != string(fe.NewText) {
+				e.log.Warn("cannot take back an edit of a failed batch", "path", fe.Path)
+				continue
+			}
+			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText})
+		}
+		if len(back) > 0 {
+			if err := ed.ApplyEdit(ctx, label+" (taken back)", back); err != nil {
+				e.log.Warn("cannot take back the edits of a failed batch", "err", err)
+			}
+		}
+	}
+}
+
+func editPaths(fes []FileEdit) string {
+	var ps []string
+	for _, fe := range fes {
+		ps = append(ps, fe.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+func diskPaths(ws []diffapply.Write) string {
+	var ps []string
+	for _, w := range ws {
+		ps = append(ps, w.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// applyStep is one change of an apply, planned and ready to write.
+type applyStep struct {
+	c    *changeRecord
+	path string
+	ids  []string     // hunks to apply; nil for a change without hunks
+	ws   []*fileWrite // the target; for a rename also the removal of the source
+	recs []*undoRecord
+}
+
+// prepareApply plans the given hunks of change id against the text the
+// user sees. Nothing is written. A file changed since the plan re-validates
+// the change and is ErrConflict.
+func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
+	c, snap, err := e.recordSnapshot(changeID)
+	if err != nil {
+		return nil, err
+	}
+	switch snap.Status {
+	case StatusPending, StatusUndone:
+	case StatusConflict:
+		return nil, fmt.Errorf("%w: change %s: %s", ErrConflict, changeID, snap.Reason)
+	default:
+		why := ""
+		if snap.Reason != "" {
+			why = " (" + snap.Reason + ")"
+		}
+		return nil, fmt.Errorf("%w: change %s is %s%s; only pending changes can be applied", ErrInvalidState, changeID, snap.Status, why)
+	}
+	tg, err := e.current(p, snap.source())
+	if err != nil {
+		return nil, err
+	}
+	if contentHash(tg.text, tg.exists) != snap.BaseHash {
+		e.revalidate(changeID, tg.text, tg.exists)
+		now := e.view(changeID)
+		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
+		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+	}
+	fp, err := e.planChange(&snap, tg.text, tg.exists)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	}
+	snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	ids, err := selectHunks(&snap, hunks, StatusPending)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 && len(snap.Hunks) > 0 {
+		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
+	}
+	next, nextExists, err := fp.render(ids)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	}
+	st := &applyStep{c: c, path: snap.Path, ids: ids}
+	if !fp.rename {
+		st.ws = []*fileWrite{{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}}
+		return st, nil
+	}
+	// A rename writes the target (which must not exist: the disk commit
+	// checks it again) and removes the source.
+	dst, err := e.current(p, snap.Abs)
+	if err != nil {
+		return nil, err
+	}
+	if dst.exists {
+		return nil, fmt.Errorf("%w: %s already exists; renaming %s would overwrite it", ErrConflict, snap.Path, snap.OldPath)
+	}
+	st.ws = []*fileWrite{
+		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true},
+		{abs: snap.OldAbs, rel: snap.OldPath, tg: tg, next: nil, nextExists: false},
+	}
+	return st, nil
+}
+
+// Apply applies the given hunks (all pending ones when empty) of a change:
+// through the Editor that has the file open (p's first), atomically on disk
+// otherwise. A stale buffer or a file changed since the plan is
+// ErrConflict (wrapped with the reason); nothing is written then, and the
+// change is re-validated against the new text (announced with
+// changeUpdated) so that a second Apply can succeed when it still matches.
+func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*Change, error) {
+	p := e.peerOf(ctx)
+	defer e.flush()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	st, err := e.prepareApply(p, changeID, hunks)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st})
+	if err != nil {
+		return nil, err
+	}
+	return &out[0], nil
+}
+
+// ApplyChanges applies every pending hunk of several changes (of
+// different files) together: all are written or none (open buffers in one
+// ApplyEdit per editor, the rest in one atomic disk commit). They share an
+// undo group: Undo("") takes them all back at once.
+func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change, error) {
+	p := e.peerOf(ctx)
+	defer e.flush()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	if len(changeIDs) == 0 {
+		return nil, errors.New("no change to apply")
+	}
+	var steps []*applyStep
+	files := map[string]string{}
+	for _, id := range changeIDs {
+		st, err := e.prepareApply(p, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range st.ws {
+			if other, ok := files[w.abs]; ok {
+				return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, w.rel)
+			}
+			files[w.abs] = id
+		}
+		steps = append(steps, st)
+	}
+	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps)
+}
+
+// commitApply journals, writes and records a planned apply.
+func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep) ([]Change, error) {
+	group := e.newUndoGroup()
+	var ws []*fileWrite
+	for _, st := range steps {
+		for _, w := range st.ws {
+			rec, err := e.beginUndo(st.c, "apply", w, group, st.ids)
+			if err != nil {
+				e.failUndo(steps)
+				return nil, err
+			}
+			st.recs = append(st.recs, rec)
+			ws = append(ws, w)
+		}
+	}
+	if err := e.writeBatch(ctx, label, ws); err != nil {
+		e.failUndo(steps)
+		return nil, err
+	}
 	e.mu.Lock()
-	c.Hunks, c.Status, c.Reason, c.BaseHash = snap.Hunks, snap.Status, snap.Reason, snap.BaseHash
+	for _, st := range steps {
+		c := st.c
+		for i := range c.Hunks {
+			if st.ids == nil || slices.Contains(st.ids, c.Hunks[i].ID) {
+				c.Hunks[i].Status = StatusApplied
+			}
+		}
+		c.BaseHash = contentHash(st.ws[0].next, st.ws[0].nextExists)
+		c.Status = deriveStatus(c.Hunks, StatusApplied)
+		c.Reason = ""
+		for i, r := range st.recs {
+			r.State, r.Via = undoDone, st.ws[i].via
+		}
+	}
+	err := e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	var out []Change
+	for _, st := range steps {
+		out = append(out, *e.announce(st.c.ID, st.ws...))
+	}
+	return out, nil
+}
+
+func (e *Engine) failUndo(steps []*applyStep) {
+	for _, st := range steps {
+		for _, r := range st.recs {
+			e.finishUndo(r, "", undoFailed)
+		}
+	}
+}
+
+// Undo restores the exact bytes from before the most recent write smith
+// made for changeID (an apply, or the reverse-apply of a reject). With an
+// empty changeID it takes back the most recent write of any change, and
+// with it every write of the same ApplyChanges. It refuses with
+// ErrConflict, writing nothing, when a file changed since smith's write.
+// It works across restarts: the bytes come from the journal in the state
+// directory. The returned change is the (last) one undone.
+func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
+	p := e.peerOf(ctx)
+	defer e.flush()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	recs, err := e.undoTargets(changeID)
+	if err != nil {
+		return nil, err
+	}
+	var ws []*fileWrite
+	for _, r := range recs {
+		tg, err := e.current(p, r.Path)
+		if err != nil {
+			return nil, err
+		}
+		if tg.open && !r.After.Exists {
+			tg = e.deletedBehindBuffer(r, tg)
+		}
+		if !r.After.matches(tg.text, tg.exists) {
+			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
+		}
+		before, err := e.store.getBlob(r.Before)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, next: before, nextExists: r.Before.Exists})
+	}
+	label := "smith: undo " + recs[0].ChangeID
+	if len(recs) > 1 {
+		label = fmt.Sprintf("smith: undo %d changes", len(recs))
+	}
+	if err := e.writeBatch(ctx, label, ws); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	for i, r := range recs {
+		c := e.changes[r.ChangeID]
+		r.State = undoUndone
+		for j := range c.Hunks {
+			s, ok := r.Prev[c.Hunks[j].ID]
+			if !ok {
+				continue
+			}
+			// A hunk this apply wrote is undone, not pending: a later
+			// re-validation must not offer it for review again.
+			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
+				s = StatusUndone
+			}
+			c.Hunks[j].Status = s
+		}
+		if r.Path == c.source() {
+			c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
+		}
+		c.Status = r.PrevStat
+		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
+			c.Status = StatusUndone
+		}
+		c.Reason = ""
+	}
 	err = e.saveLocked()
 	e.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
-	return changed
+	var last *Change
+	for i, r := range recs {
+		last = e.announce(r.ChangeID, ws[i])
+	}
+	return last, nil
+}
+
+// undoTargets picks the journal records an Undo takes back.
+func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
+	e.mu.Lock()
+	var rec *undoRecord
+	for _, r := range slices.Backward(e.st.Undo) {
+		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
+			rec = r
+			break
+		}
+	}
+	// The writes of one apply share a group: Undo("") takes the group
+	// back, Undo(id) the change's writes in it (both files of a rename).
+	var recs []*undoRecord
+	if rec != nil && rec.Group != 0 {
+		for _, r := range e.st.Undo {
+			if r.Group == rec.Group && r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
+				recs = append(recs, r)
+			}
+		}
+	} else if rec != nil {
+		recs = []*undoRecord{rec}
+	}
+	c, known := e.changes[changeID]
+	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
+	var path string
+	if known {
+		path = c.Path
+	}
+	e.mu.Unlock()
+	switch {
+	case len(recs) > 0:
+		return recs, nil
+	case changeID != "" && !known:
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, changeID)
+	case upstream:
+		// The fronts say what can be done instead (reject its hunks, or
+		// the upstream's own session reset or restore).
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
+	case changeID != "":
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
+	}
+	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
+}
+
+// newUndoGroup numbers the writes of one apply.
+func (e *Engine) newUndoGroup() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := e.st.NextUndo
+	e.st.NextUndo++
+	return g
+}
+
+// ApplyPatch records changes that did not come from a turn (the files of
+// a diff given to `smith apply`) and applies them together, exactly like
+// ApplyChanges: all or none, journalled as one undo group, so that Undo("")
+// takes the whole patch back. When they cannot all be applied, nothing is
+// written and the recorded changes are rejected, with the error returned.
+func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
+	if len(chs) == 0 {
+		return nil, errors.New("no change to apply")
+	}
+	var ids []string
+	giveUp := func() {
+		for _, id := range ids {
+			if _, err := e.Reject(ctx, id, nil); err != nil {
+				e.log.Warn("reject a change of a patch that was not applied", "change", id, "err", err)
+			}
+		}
+	}
+	for _, ch := range chs {
+		c, err := e.Propose(ctx, dialogID, ch)
+		if err != nil {
+			giveUp()
+			return nil, err
+		}
+		ids = append(ids, c.ID)
+	}
+	out, err := e.ApplyChanges(ctx, ids)
+	if err != nil {
+		giveUp()
+		return nil, err
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -54,12 +55,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	switch {
 	case err != nil:
 		c.Status = StatusRejected
-		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
-		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		c.Reason = fmt.Sprintf("refused: %v; smith writes only regular files under the workspace, outside .git and its own state", err)
+		violation = fmt.Sprintf("change %s targets %s, which smith may not write in the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
 		if src.AppliedUpstream {
 			// "Nothing was written" would be false: the server wrote it.
-			c.Reason = fmt.Sprintf("the server itself wrote %s, outside the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
-			violation = fmt.Sprintf("change %s: the server itself wrote %s, outside the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+			c.Reason = fmt.Sprintf("the server itself wrote %s, which smith may not write in the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, which smith may not write in the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
 		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
@@ -324,6 +325,21 @@ func (e *Engine) view(id string) *Change {
 // whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	e.mu.Lock()
+	if f.DialogID != "" {
+		// A prefix of a dialog id the changes were recorded under.
+		var ids []string
+		for _, c := range e.st.Changes {
+			if !slices.Contains(ids, c.DialogID) {
+				ids = append(ids, c.DialogID)
+			}
+		}
+		if id, err := matchDialogID(f.DialogID, ids); err == nil {
+			f.DialogID = id
+		} else if errors.Is(err, ErrAmbiguousDialog) {
+			e.mu.Unlock()
+			return nil, err
+		}
+	}
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
 		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))
@@ -349,7 +365,7 @@ func (e *Engine) Change(id string) (*Change, error) {
 	if v := e.view(id); v != nil {
 		return v, nil
 	}
-	return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+	return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
 }
 
 // Preview returns the text before and after applying the given hunks (all
@@ -370,7 +386,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	snap := c.snapshot()
 	e.mu.Unlock()
 	if snap.Abs == "" {
-		return nil, fmt.Errorf("change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
+		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to preview", ErrInvalidState, changeID, snap.Reason)
 	}
 	var before, after []byte
 	var ids []string
@@ -437,7 +453,7 @@ func (e *Engine) recordSnapshot(id string) (*changeRecord, changeRecord, error) 
 func (e *Engine) recordLocked(id string) (*changeRecord, error) {
 	c, ok := e.changes[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s (list changes with `smith changes`)", ErrUnknownChange, id)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
 	}
 	return c, nil
 }
@@ -461,7 +477,7 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 			return nil, fmt.Errorf("%w: change %s has no hunk %s", ErrUnknownChange, c.ID, id)
 		}
 		if !slices.Contains(statuses, c.Hunks[i].Status) {
-			return nil, fmt.Errorf("change %s hunk %s is %s; only %v hunks can be used here", c.ID, id, c.Hunks[i].Status, statuses)
+			return nil, fmt.Errorf("%w: change %s hunk %s is %s; only %v hunks can be used here", ErrInvalidState, c.ID, id, c.Hunks[i].Status, statuses)
 		}
 	}
 	return requested, nil

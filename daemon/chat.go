@@ -55,7 +55,8 @@ func (e *Engine) clientConfig() protocol.ClientConfig {
 // still ended with an error event and turnEnd, and the result is returned
 // too. The turn belongs to the front ctx carries (WithPeer), whose limit
 // it counts against.
-func (e *Engine) Chat(ctx context.Context, req ChatRequest, emit func(protocol.Event)) (*ChatResult, error) {
+func (e *Engine) Chat(ctx context.Context, req ChatRequest, emit func(protocol.Event)) (_ *ChatResult, err error) {
+	defer wrapUpstream(&err)
 	p := e.peerOf(ctx)
 	if emit == nil {
 		emit = func(protocol.Event) {}
@@ -154,7 +155,7 @@ func (e *Engine) lockDialog(t *turn, dialog string) error {
 		key = "turn:" + t.id
 	}
 	if other, ok := e.busy[key]; ok {
-		return fmt.Errorf("%w: dialog %s is running turn %s (wait for it to end, cancel it, or use another dialog)", ErrDialogBusy, dialog, other)
+		return fmt.Errorf("%w: dialog %s is running turn %s", ErrDialogBusy, dialog, other)
 	}
 	e.busy[key] = t.id
 	t.lock, t.dialog = key, dialog

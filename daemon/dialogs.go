@@ -56,7 +56,7 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 		return requested, nil
 	case modeUpstream:
 		if requested != "" {
-			return requested, nil
+			return e.resolveDialog(ctx, requested)
 		}
 		e.mu.Lock()
 		cur := e.st.CurrentDialog
@@ -72,14 +72,11 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 		e.setCurrent(id)
 		return id, nil
 	}
+	if requested != "" {
+		return e.resolveDialog(ctx, requested)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if requested != "" {
-		if e.localDialog(requested) == nil {
-			return "", fmt.Errorf("%w: %s (list dialogs with `smith dialogs`)", ErrUnknownDialog, requested)
-		}
-		return requested, nil
-	}
 	if cur := e.st.CurrentDialog; cur != "" && e.localDialog(cur) != nil {
 		return cur, nil
 	}
@@ -183,7 +180,8 @@ func historyAnswer(answer string) string {
 
 // Dialogs lists dialogs: the upstream's when it has a dialog API
 // (AgentSmithy), else smith's local ones, most recently updated first.
-func (e *Engine) Dialogs(ctx context.Context) ([]Dialog, error) {
+func (e *Engine) Dialogs(ctx context.Context) (_ []Dialog, err error) {
+	defer wrapUpstream(&err)
 	var ds []Dialog
 	if e.dialogMode(ctx) != modeLocal {
 		var err error
@@ -218,7 +216,8 @@ func compareStrings(a, b string) int {
 }
 
 // NewDialog creates a dialog and makes it current.
-func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
+func (e *Engine) NewDialog(ctx context.Context, title string) (_ Dialog, err error) {
+	defer wrapUpstream(&err)
 	if e.dialogMode(ctx) != modeLocal {
 		d, err := e.upstreamNewDialog(ctx, title)
 		if err != nil {
@@ -230,7 +229,7 @@ func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
 	}
 	e.mu.Lock()
 	d := e.newLocalDialog(title)
-	err := e.saveLocked()
+	err = e.saveLocked()
 	e.mu.Unlock()
 	out := d.Dialog
 	out.Current = true
@@ -238,7 +237,11 @@ func (e *Engine) NewDialog(ctx context.Context, title string) (Dialog, error) {
 }
 
 // SelectDialog makes id the current dialog.
-func (e *Engine) SelectDialog(ctx context.Context, id string) error {
+func (e *Engine) SelectDialog(ctx context.Context, id string) (err error) {
+	defer wrapUpstream(&err)
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	if e.dialogMode(ctx) != modeLocal {
 		if err := e.upstreamSelectDialog(ctx, id); err != nil {
 			return err
@@ -256,7 +259,13 @@ func (e *Engine) SelectDialog(ctx context.Context, id string) error {
 }
 
 // RenameDialog sets a dialog's title.
-func (e *Engine) RenameDialog(ctx context.Context, id, title string) error {
+func (e *Engine) RenameDialog(ctx context.Context, id, title string) (err error) {
+	defer wrapUpstream(&err)
+	// Resolved before anything is sent: the server creates a dialog for
+	// an unknown id on PATCH.
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamRenameDialog(ctx, id, title)
 	}
@@ -273,7 +282,11 @@ func (e *Engine) RenameDialog(ctx context.Context, id, title string) error {
 // DeleteDialog deletes a dialog (refused with ErrDialogBusy while a turn
 // runs in it). The changes recorded for it stay in the journal: undo must
 // keep working.
-func (e *Engine) DeleteDialog(ctx context.Context, id string) error {
+func (e *Engine) DeleteDialog(ctx context.Context, id string) (err error) {
+	defer wrapUpstream(&err)
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	_, busy := e.busy[id]
 	e.mu.Unlock()
@@ -308,9 +321,13 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) error {
 // History returns a page of a dialog's history, newest last. before < 0
 // means the latest page. AgentSmithy's page is returned as it comes; a
 // local dialog's has the same shape with "user" and "chat" events.
-func (e *Engine) History(ctx context.Context, id string, limit, before int) (*protocol.HistoryPage, error) {
+func (e *Engine) History(ctx context.Context, id string, limit, before int) (_ *protocol.HistoryPage, err error) {
+	defer wrapUpstream(&err)
 	if limit <= 0 {
 		limit = 20
+	}
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return nil, err
 	}
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamHistory(ctx, id, limit, before)

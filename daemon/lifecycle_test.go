@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,5 +91,50 @@ func TestResetFileIsNotListedApplied(t *testing.T) {
 	f.write("f.txt", applied)
 	if got, _ := f.e.Change(c.ID); got.Status != StatusApplied {
 		t.Fatalf("file holding the change again: %s, want applied", got.Status)
+	}
+}
+
+// TestNullStateFileWarns: a state.json holding null starts an empty state
+// with a warning, never silently (and never with change ids from c0).
+func TestNullStateFileWarns(t *testing.T) {
+	ws, stateRoot := t.TempDir(), t.TempDir()
+	cfg := Config{Workspace: ws, StateDir: stateRoot, NoWatch: true}
+	dir, err := StateDirOf(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("null\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	e, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "null") {
+		t.Errorf("no warning about the null state file; log:\n%s", logs.String())
+	}
+	c, err := e.Propose(context.Background(), "", protocol.Change{Path: "new.txt", Kind: protocol.ChangeCreate, Content: "x\n", HasContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != "c1" {
+		t.Errorf("first change after a null state is %s, want c1", c.ID)
+	}
+}
+
+// TestUpstreamErrorsAreTheEngines: an unreachable upstream comes back as
+// the engine's ErrUpstreamUnreachable (the fronts map the engine's errors
+// only), still carrying the client's error and text.
+func TestUpstreamErrorsAreTheEngines(t *testing.T) {
+	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true; c.Upstream = "http://" + closedAddr(t) }})
+	_, err := f.e.Dialogs(context.Background())
+	if !errors.Is(err, ErrUpstreamUnreachable) || !errors.Is(err, protocol.ErrUnreachable) {
+		t.Fatalf("dialogs of an unreachable upstream: %v, want ErrUpstreamUnreachable wrapping the client's", err)
 	}
 }

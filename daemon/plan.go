@@ -255,7 +255,7 @@ func (e *Engine) bytesBefore(c *changeRecord) ([]byte, bool, error) {
 	}
 	e.mu.Unlock()
 	if first == nil {
-		return nil, false, fmt.Errorf("%w: smith does not know %s's content before the upstream wrote it; give up the upstream's unapproved writes with its session reset (smith session reset) or restore", ErrUnsupported, c.Path)
+		return nil, false, fmt.Errorf("%w: smith does not know %s's content before the upstream wrote it; only the upstream's session reset or restore can take it back", ErrUnsupported, c.Path)
 	}
 	b, err := e.store.getBlob(first.Before)
 	return b, first.Before.Exists, err

@@ -113,8 +113,10 @@ func jsonString(s string) string {
 
 // TestFIFOChangeIsRefused: a change naming a FIFO must be refused without
 // opening it (reading a FIFO blocks until a writer comes: the turn hung
-// for good). The watchdog opens the FIFO for writing after a while, so
-// that an engine that did block fails this test instead of hanging it.
+// for good). A watcher keeps trying to open the FIFO for writing without
+// blocking, which succeeds only while someone has it open for reading: it
+// records that the engine opened it, and releases the engine so that the
+// test fails instead of hanging.
 func TestFIFOChangeIsRefused(t *testing.T) {
 	replay := []byte(`data: {"dialog_id": "d1", "type": "user", "content": "x"}` + "\r\n\r\n" +
 		`data: {"dialog_id": "d1", "type": "file_edit", "file": "pipe", "diff": "--- a/pipe\n+++ b/pipe\n@@ -1 +1 @@\n-a\n+b\n"}` + "\r\n\r\n" +
@@ -126,13 +128,17 @@ func TestFIFOChangeIsRefused(t *testing.T) {
 	done := make(chan struct{})
 	blocked := make(chan bool, 1)
 	go func() {
-		select {
-		case <-done:
-			blocked <- false
-		case <-time.After(5 * time.Second):
-			blocked <- true
+		opened := false
+		for {
 			if w, err := os.OpenFile(f.path("pipe"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close() // a reader stuck in open wakes up and reads EOF
+				opened = true
+				w.Close() // the reader wakes up and reads EOF
+			}
+			select {
+			case <-done:
+				blocked <- opened
+				return
+			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}()
@@ -140,7 +146,7 @@ func TestFIFOChangeIsRefused(t *testing.T) {
 	res, evs := f.mustChat(p, "anything")
 	close(done)
 	if <-blocked {
-		t.Fatal("the turn blocked on the FIFO")
+		t.Fatal("the engine opened the FIFO for reading (the turn would block until a writer came)")
 	}
 	if len(res.Changes) != 1 {
 		t.Fatalf("changes %v, want 1", res.Changes)

@@ -123,7 +123,7 @@ func (e *Engine) upstreamNewDialog(ctx context.Context, title string) (Dialog, e
 func (e *Engine) upstreamSelectDialog(ctx context.Context, id string) error {
 	if _, err := e.client.Dialog(ctx, id); err != nil {
 		if errors.Is(err, protocol.ErrNotFound) {
-			return fmt.Errorf("%w: %s (list dialogs with `smith dialogs`)", ErrUnknownDialog, id)
+			return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
 		}
 		return fmt.Errorf("select dialog %s: %w", id, err)
 	}
@@ -175,7 +175,7 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 		}
 	}
 	if id != "" {
-		return id, nil
+		return e.resolveDialog(ctx, id)
 	}
 	e.mu.Lock()
 	id = e.st.CurrentDialog
@@ -196,7 +196,8 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 // Session returns the dialog's session as the upstream reports it
 // (AgentSmithy GET /api/dialogs/{id}/session: the unapproved files, their
 // diffs and base contents).
-func (e *Engine) Session(ctx context.Context, dialogID string) (*protocol.SessionStatus, error) {
+func (e *Engine) Session(ctx context.Context, dialogID string) (_ *protocol.SessionStatus, err error) {
+	defer wrapUpstream(&err)
 	return askSession(ctx, e, dialogID, "session of dialog %s", func(id string) (*protocol.SessionStatus, error) {
 		return e.client.SessionStatus(ctx, id)
 	})
@@ -205,7 +206,8 @@ func (e *Engine) Session(ctx context.Context, dialogID string) (*protocol.Sessio
 // Checkpoints lists the dialog's checkpoints on the active session branch,
 // oldest first (AgentSmithy GET /api/dialogs/{id}/checkpoints): what
 // Restore can go back to.
-func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (*protocol.CheckpointList, error) {
+func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (_ *protocol.CheckpointList, err error) {
+	defer wrapUpstream(&err)
 	return askSession(ctx, e, dialogID, "checkpoints of dialog %s", func(id string) (*protocol.CheckpointList, error) {
 		return e.client.Checkpoints(ctx, id)
 	})
@@ -213,7 +215,8 @@ func (e *Engine) Checkpoints(ctx context.Context, dialogID string) (*protocol.Ch
 
 // Approve accepts the dialog's session (AgentSmithy POST
 // /api/dialogs/{id}/approve) and returns its answer.
-func (e *Engine) Approve(ctx context.Context, dialogID string) (*protocol.ApproveResult, error) {
+func (e *Engine) Approve(ctx context.Context, dialogID string) (_ *protocol.ApproveResult, err error) {
+	defer wrapUpstream(&err)
 	return askSession(ctx, e, dialogID, "approve dialog %s", func(id string) (*protocol.ApproveResult, error) {
 		return e.client.Approve(ctx, id, "")
 	})
@@ -237,7 +240,8 @@ func askSession[T any](ctx context.Context, e *Engine, dialogID, what string, ca
 // Reset abandons the dialog's session: the upstream restores the files to
 // the approved state. Every peer is told that the files the session had
 // changed were written behind its back.
-func (e *Engine) Reset(ctx context.Context, dialogID string) (*protocol.ResetResult, error) {
+func (e *Engine) Reset(ctx context.Context, dialogID string) (_ *protocol.ResetResult, err error) {
+	defer wrapUpstream(&err)
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err
@@ -253,7 +257,8 @@ func (e *Engine) Reset(ctx context.Context, dialogID string) (*protocol.ResetRes
 
 // Restore rolls the workspace back to a checkpoint of the dialog and tells
 // every peer which files changed.
-func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (*protocol.RestoreResult, error) {
+func (e *Engine) Restore(ctx context.Context, dialogID, checkpoint string) (_ *protocol.RestoreResult, err error) {
+	defer wrapUpstream(&err)
 	id, err := e.sessionDialog(ctx, dialogID)
 	if err != nil {
 		return nil, err

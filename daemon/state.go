@@ -137,6 +137,10 @@ func (s store) blobPath(h string) string {
 // TxnDir is where diffapply keeps its multi-file transaction journal.
 func (s store) txnDir() string { return filepath.Join(s.dir, "txn") }
 
+// errNullState: state.json holds null; load returns a fresh state with it,
+// and New starts from that with a warning.
+var errNullState = errors.New("the state file holds null")
+
 func (s store) load(ws workspace) (*persisted, error) {
 	if err := os.MkdirAll(filepath.Join(s.dir, "blobs"), 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", s.dir, err)
@@ -148,14 +152,19 @@ func (s store) load(ws workspace) (*persisted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	var p persisted
+	var p *persisted
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("state file %s is corrupt: %w (move it away to start afresh; undo history is lost then)", s.statePath(), err)
+		return nil, fmt.Errorf("%w: %s is corrupt (%v); moving it away starts afresh, without its undo history", ErrStateCorrupt, s.statePath(), err)
+	}
+	if p == nil {
+		// "null" (or an empty object written by hand): nothing to keep,
+		// but not silently: the caller warns (errNullState).
+		return &persisted{Version: stateVersion, Workspace: ws.root, NextChange: 1, NextTurn: 1, NextUndo: 1}, errNullState
 	}
 	if p.Version > stateVersion {
-		return nil, fmt.Errorf("state file %s has version %d; this smith understands %d (upgrade smith)", s.statePath(), p.Version, stateVersion)
+		return nil, fmt.Errorf("%w: %s has version %d; this smith understands %d (a newer smith wrote it)", ErrStateCorrupt, s.statePath(), p.Version, stateVersion)
 	}
-	return &p, nil
+	return p, nil
 }
 
 func (s store) save(p *persisted) error {

@@ -140,7 +140,6 @@ func TestWireErrorCodes(t *testing.T) {
 		code jsonrpc2.Code
 	}{
 		{fmt.Errorf("turn: %w", daemon.ErrDialogBusy), CodeDialogBusy},
-		{protocol.ErrDialogBusy, CodeDialogBusy},
 		{daemon.ErrTooManyTurns, CodeTooManyTurns},
 		{daemon.ErrMessageTooLong, CodeMessageTooLong},
 		{daemon.ErrUnknownChange, CodeUnknownChange},
@@ -148,9 +147,15 @@ func TestWireErrorCodes(t *testing.T) {
 		{fmt.Errorf("x: %w", daemon.ErrConflict), CodeConflict},
 		{&EditRefusedError{Reason: "version"}, CodeConflict},
 		{daemon.ErrUnsupported, CodeUnsupported},
-		{&protocol.UnreachableError{Method: "POST", URL: "http://x", Err: errors.New("refused")}, CodeUpstreamUnreachable},
+		{fmt.Errorf("%w: %w", daemon.ErrUpstreamUnreachable, &protocol.UnreachableError{Method: "POST", URL: "http://x", Err: errors.New("refused")}), CodeUpstreamUnreachable},
 		{daemon.ErrNoUpstream, CodeUpstreamUnreachable},
-		{&protocol.HTTPError{Status: 500, StatusMsg: "500 Internal Server Error"}, CodeUpstreamError},
+		{fmt.Errorf("%w: %w", daemon.ErrUpstream, &protocol.HTTPError{Status: 500, StatusMsg: "500 Internal Server Error"}), CodeUpstreamError},
+		// The engine wraps the upstream client's errors; editor maps
+		// only the engine's, so a bare one is a bug of smith's.
+		{&protocol.HTTPError{Status: 500, StatusMsg: "500 Internal Server Error"}, jsonrpc2.InternalError},
+		{fmt.Errorf("x: %w", daemon.ErrInvalidState), CodeInvalidState},
+		{fmt.Errorf("x: %w", daemon.ErrStateCorrupt), CodeStateUnusable},
+		{daemon.ErrStateLocked, CodeStateUnusable},
 		{daemon.ErrEmptyMessage, jsonrpc2.InvalidParams},
 		{invalidParams("bad"), jsonrpc2.InvalidParams},
 		{errors.New("something else"), jsonrpc2.InternalError},

@@ -455,7 +455,13 @@ func sentinelOf(code jsonrpc2.Code) error {
 	case CodeUnsupported:
 		return daemon.ErrUnsupported
 	case CodeUpstreamUnreachable:
-		return protocol.ErrUnreachable
+		return daemon.ErrUpstreamUnreachable
+	case CodeUpstreamError:
+		return daemon.ErrUpstream
+	case CodeInvalidState:
+		return daemon.ErrInvalidState
+	case CodeStateUnusable:
+		return daemon.ErrStateCorrupt
 	case CodeRequestCancelled:
 		return context.Canceled
 	}

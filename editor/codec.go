@@ -21,9 +21,10 @@ import (
 // disk never goes through this codec.
 type codec struct{}
 
-func (codec) options() json.Options {
-	return json.JoinOptions(jsontext.EscapeForHTML(false), jsontext.AllowInvalidUTF8(true))
-}
+// codecOptions is built once (JoinOptions allocates) and never changed.
+var codecOptions = json.JoinOptions(jsontext.EscapeForHTML(false), jsontext.AllowInvalidUTF8(true))
+
+func (codec) options() json.Options { return codecOptions }
 
 // Marshal passes raw messages through unchanged, as the Codec contract asks.
 func (c codec) Marshal(v any) ([]byte, error) {

@@ -8,7 +8,6 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/smith-dev/smith/daemon"
-	"github.com/smith-dev/smith/protocol"
 )
 
 // JSON-RPC error codes of the smith protocol (docs/protocol.md lists them).
@@ -25,43 +24,43 @@ const (
 	CodeUnsupported         jsonrpc2.Code = -32016
 	CodeUpstreamUnreachable jsonrpc2.Code = -32017
 	CodeUpstreamError       jsonrpc2.Code = -32018
+	CodeInvalidState        jsonrpc2.Code = -32019
+	CodeStateUnusable       jsonrpc2.Code = -32020
 )
 
 // CodeRequestCancelled is LSP's RequestCancelled; jsonrpc2 has no constant.
 const CodeRequestCancelled jsonrpc2.Code = -32800
 
-// codeFor maps engine and upstream errors to smith's codes; ok is false for
-// errors that have none (they become InternalError).
+// codeFor maps the engine's errors to smith's codes; ok is false for
+// errors that have none (they become InternalError: a bug). The engine
+// wraps the errors of the upstream's client in its own (daemon.ErrUpstream,
+// daemon.ErrUpstreamUnreachable), so only daemon's errors are mapped here.
 func codeFor(err error) (jsonrpc2.Code, bool) {
 	table := []struct {
 		target error
 		code   jsonrpc2.Code
 	}{
 		{daemon.ErrDialogBusy, CodeDialogBusy},
-		{protocol.ErrDialogBusy, CodeDialogBusy},
 		{daemon.ErrTooManyTurns, CodeTooManyTurns},
 		{daemon.ErrMessageTooLong, CodeMessageTooLong},
 		{daemon.ErrUnknownChange, CodeUnknownChange},
 		{daemon.ErrUnknownDialog, CodeUnknownDialog},
 		{daemon.ErrConflict, CodeConflict},
 		{daemon.ErrUnsupported, CodeUnsupported},
-		{protocol.ErrUnreachable, CodeUpstreamUnreachable},
-		{protocol.ErrWrongWorkspace, CodeUpstreamUnreachable},
+		{daemon.ErrUpstreamUnreachable, CodeUpstreamUnreachable},
 		{daemon.ErrNoUpstream, CodeUpstreamUnreachable},
+		{daemon.ErrUpstream, CodeUpstreamError},
+		{daemon.ErrInvalidState, CodeInvalidState},
+		{daemon.ErrStateCorrupt, CodeStateUnusable},
+		{daemon.ErrStateLocked, CodeStateUnusable},
 		{daemon.ErrEmptyMessage, jsonrpc2.InvalidParams},
 		{daemon.ErrOutsideWorkspace, jsonrpc2.InvalidParams},
-		{protocol.ErrNotFound, CodeUpstreamError},
 		{context.Canceled, CodeRequestCancelled},
 	}
 	for _, t := range table {
 		if errors.Is(err, t.target) {
 			return t.code, true
 		}
-	}
-	var he *protocol.HTTPError
-	var ce *protocol.ContentTypeError
-	if errors.As(err, &he) || errors.As(err, &ce) {
-		return CodeUpstreamError, true
 	}
 	return 0, false
 }

@@ -164,11 +164,16 @@ func (p *rawPeer) read() string {
 // the editor does not read stays on smith's side) and initializes it.
 func startRaw(t *testing.T, opts Options) (*rawPeer, <-chan error) {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return startRawCtx(ctx, t, opts)
+}
+
+func startRawCtx(ctx context.Context, t *testing.T, opts Options) (*rawPeer, <-chan error) {
+	t.Helper()
 	srv := NewServer(opts)
 	t.Cleanup(func() { srv.Close() })
 	serverEnd, clientEnd := net.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeConn(ctx, serverEnd) }()
 	t.Cleanup(func() { clientEnd.Close() })
@@ -250,6 +255,34 @@ func TestStalledEditorIsDisconnected(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a stalled editor was never disconnected")
+	}
+}
+
+// TestShutdownWithStalledEditor: the server's context ends (SIGTERM)
+// while handlers wait on a queue the editor does not read: the connection
+// is torn down within seconds, not after the stall time (an hour here).
+func TestShutdownWithStalledEditor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, done := startRawCtx(ctx, t, Options{QueueLimit: 16 << 10, WriteStall: time.Hour})
+	var sent atomic.Int64
+	go func() {
+		for i := 1; ; i++ {
+			if p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"smith/changes","params":{}}`, i)) != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	for last := int64(-1); sent.Load() != last; {
+		last = sent.Load()
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeConn did not return after its context ended: teardown waits on the stalled editor")
 	}
 }
 

@@ -29,6 +29,9 @@ const (
 	outboxChunk = 256 << 10
 	// outboxKeep is the largest batch buffer kept for reuse.
 	outboxKeep = 1 << 20
+	// closeWait bounds how long closing a connection waits for the editor
+	// to read what is still queued (the last answers, exit's).
+	closeWait = 5 * time.Second
 )
 
 // outbox is the write side of an editor connection: a bounded queue of
@@ -146,14 +149,14 @@ func (o *outbox) waitLocked(n int) error {
 // waitProgressLocked waits for the writer to make progress, up to stall;
 // if none comes, the editor has stopped reading and the connection fails.
 func (o *outbox) waitProgressLocked(writer bool) error {
-	ch := o.progress
+	ch, stall := o.progress, o.stall
 	o.waiters++
 	if writer {
 		o.blocked++
 		defer func() { o.blocked-- }()
 	}
 	o.mu.Unlock()
-	t := time.NewTimer(o.stall)
+	t := time.NewTimer(stall)
 	var stalled bool
 	select {
 	case <-ch:
@@ -164,11 +167,28 @@ func (o *outbox) waitProgressLocked(writer bool) error {
 	o.mu.Lock()
 	o.waiters--
 	if stalled && ch == o.progress && o.err == nil {
-		err := fmt.Errorf("the editor stopped reading: %d bytes have waited %s; closing the connection (the editor may restart it)", len(o.pending), o.stall)
+		err := fmt.Errorf("the editor stopped reading: %d bytes have waited %s; closing the connection (the editor may restart it)", len(o.pending), stall)
 		o.log.Warn("closing the editor connection", "reason", err)
 		o.failLocked(err)
 	}
 	return o.err
+}
+
+// hurry shortens the stall time to closeWait: the connection is being
+// torn down, and handlers blocked on a full queue must not hold the
+// teardown (a SIGTERM) for the whole stall time.
+func (o *outbox) hurry() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stall > closeWait {
+		o.stall = closeWait
+		if o.waiters > 0 {
+			// Wake them to wait again with the shorter time. Not a sign of
+			// room: they check the queue again.
+			close(o.progress)
+			o.progress = make(chan struct{})
+		}
+	}
 }
 
 // signalLocked wakes everyone waiting for room.
@@ -235,8 +255,9 @@ func (o *outbox) run() {
 	}
 }
 
-// Close writes what is queued (waiting at most the stall time for an
-// editor that does not read) and closes the transport.
+// Close writes what is queued (waiting at most closeWait, or the stall
+// time when shorter, for an editor that does not read: a shutdown must
+// not hang on it) and closes the transport.
 func (o *outbox) Close() error {
 	o.mu.Lock()
 	o.closing = true
@@ -245,7 +266,7 @@ func (o *outbox) Close() error {
 	case o.wake <- struct{}{}:
 	default:
 	}
-	t := time.NewTimer(o.stall)
+	t := time.NewTimer(min(o.stall, closeWait))
 	defer t.Stop()
 	select {
 	case <-o.done:

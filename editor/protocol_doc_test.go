@@ -52,6 +52,7 @@ func TestProtocolDocMatchesCode(t *testing.T) {
 		"DialogBusy":       CodeDialogBusy, "TooManyTurns": CodeTooManyTurns, "MessageTooLong": CodeMessageTooLong,
 		"UnknownChange": CodeUnknownChange, "UnknownDialog": CodeUnknownDialog, "Conflict": CodeConflict,
 		"Unsupported": CodeUnsupported, "UpstreamUnreachable": CodeUpstreamUnreachable, "UpstreamError": CodeUpstreamError,
+		"InvalidState": CodeInvalidState, "StateUnusable": CodeStateUnusable,
 	}
 	if diff := cmp.Diff(want, codes); diff != "" {
 		t.Errorf("error codes (-code +docs/protocol.md):\n%s", diff)

@@ -130,6 +130,7 @@ func (c *client) teardown() error {
 	c.closing = true
 	c.mu.Unlock()
 	c.cancel()
+	c.out.hurry() // handlers blocked on a full queue give up sooner
 	c.inflight.Wait()
 	err := c.conn.Close()
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
@@ -189,9 +190,9 @@ func newClient(s *Server, rwc io.ReadWriteCloser) *client {
 	c.reval = newRevalidator(c.revalidate)
 	// Frames go out through a bounded queue written by a goroutine of its
 	// own (outbox: batching, backpressure, disconnect of a stalled editor).
-	out := newOutbox(rwc, rwc.Close, s.opts.QueueLimit, s.opts.WriteStall, s.log)
-	stream := newTolerantStream(readWriteCloser{Reader: rwc, Writer: out, Closer: out}, s.log)
-	stream.room = out.waitRoom
+	c.out = newOutbox(rwc, rwc.Close, s.opts.QueueLimit, s.opts.WriteStall, s.log)
+	stream := newTolerantStream(readWriteCloser{Reader: rwc, Writer: c.out, Closer: c.out}, s.log)
+	stream.room = c.out.waitRoom
 	c.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}),
 		jsonrpc2.WithPreempter(preempter{cancelRequest: c.cancelCall, cancelProgress: c.cancelProgress}))
 	c.routes = c.routeTable()
@@ -209,6 +210,7 @@ type client struct {
 	routes map[string]route
 	docs   *documents
 	reval  *revalidator       // re-validates changes of edited buffers
+	out    *outbox            // the queue of frames toward the editor
 	cancel context.CancelFunc // cancels every handler of the connection
 
 	// inflight counts running handlers, so that teardown can wait for

@@ -106,6 +106,7 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		if err != nil {
 			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("recover: %w", err)}
 		}
+		recoverEngine(ctx, s, root)
 		fmt.Fprintf(s.Err, "recovered %d interrupted apply(s) in %s\n", n, root)
 		return nil
 	}
@@ -258,7 +259,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
 		return false, nil
 	}
-	b, err := openBackend(ctx, set)
+	b, err := openBackend(ctx, s, set)
 	if err != nil {
 		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
 		return false, nil
@@ -268,6 +269,29 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		return true, err
 	}
 	return true, nil
+}
+
+// recoverEngine settles what a killed apply left in the journal of the
+// workspace's engine (smith apply writes through it): opening the engine
+// finishes or rolls back its interrupted transaction, settles the
+// changes' status and removes its temp files. When a smith serve holds
+// the engine, that engine did so when it started; nothing is left to do.
+func recoverEngine(ctx context.Context, s *IOStreams, root string) {
+	ws, err := config.FindWorkspace(root)
+	if err != nil {
+		return
+	}
+	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	if err != nil {
+		fmt.Fprintf(s.Err, "warning: the workspace's settings cannot be read, so its engine journal was not checked: %v\n", err)
+		return
+	}
+	b, err := openBackend(ctx, s, set)
+	if err != nil {
+		fmt.Fprintf(s.Err, "warning: the workspace's engine journal was not checked: %v\n", err)
+		return
+	}
+	b.Close()
 }
 
 // selectsFile reports whether ids (nil: all) choose a hunk of f, or f has

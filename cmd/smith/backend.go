@@ -44,9 +44,12 @@ func attachSocket(stateDir string) string { return filepath.Join(stateDir, attac
 // a command beside an editor never opens (and recovers) the state itself;
 // it is tried again when the state turns out to be locked, for a daemon
 // that started in between.
-func openBackend(ctx context.Context, set *config.Settings) (backend, error) {
+func openBackend(ctx context.Context, s *IOStreams, set *config.Settings) (backend, error) {
 	cfg := engineConfig(set)
 	cfg.NoWatch = true
+	// What the engine warns about (a state file that held null) reaches
+	// the terminal; its debug chatter does not.
+	cfg.Logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dir, err := daemon.StateDirOf(cfg)
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}

@@ -108,7 +108,7 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	// keeps its default meaning.
 	signal.Reset(os.Interrupt)
 	ctx = context.WithoutCancel(ctx)
-	eng, err := openBackend(ctx, set)
+	eng, err := openBackend(ctx, s, set)
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,27 @@ func upstreamExit(err error) error {
 	if err == nil {
 		return nil
 	}
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		if hint := advice(err); hint != "" {
+			err = fmt.Errorf("%w (%s)", err, hint)
+		}
+	}
 	return &ExitError{Code: exitCodeOf(err), Err: err}
+}
+
+// advice is what a terminal user can do about an engine error: the engine
+// says what happened, the front what to do next with its own commands.
+func advice(err error) string {
+	switch {
+	case errors.Is(err, daemon.ErrUnknownChange):
+		return "smith changes lists them"
+	case errors.Is(err, daemon.ErrUnknownDialog):
+		return "smith dialogs lists them"
+	case errors.Is(err, daemon.ErrDialogBusy):
+		return "wait for it to end, cancel it, or use another dialog with -d"
+	}
+	return ""
 }
 
 func exitCodeOf(err error) int {
@@ -353,7 +373,7 @@ func exitCodeOf(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.Is(err, protocol.ErrUnreachable), errors.Is(err, protocol.ErrWrongWorkspace):
+	case errors.Is(err, daemon.ErrUpstreamUnreachable), errors.Is(err, protocol.ErrUnreachable), errors.Is(err, protocol.ErrWrongWorkspace):
 		return ExitUnreachable
 	case errors.Is(err, daemon.ErrTooManyTurns), errors.Is(err, daemon.ErrMessageTooLong), errors.Is(err, daemon.ErrEmptyMessage):
 		return ExitUsage

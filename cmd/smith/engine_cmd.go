@@ -16,7 +16,7 @@ func withEngine(cmd *cobra.Command, s *IOStreams, f *settingsFlags, fn func(ctx 
 		return err
 	}
 	ctx := cmd.Context()
-	b, err := openBackend(ctx, set)
+	b, err := openBackend(ctx, s, set)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,11 @@ import (
 	"github.com/smith-dev/smith/protocol"
 )
 
-// CONTRACT FILE (see api.go): Engine, Peer and their lifetime. The turn,
-// change, dialog and session methods live in chat.go, changes.go, apply.go,
+// This file holds the Engine, the Peers (the fronts attached to it) and
+// their lifetime. Turns are in chat.go; changes in changes.go (records,
+// listing, preview), plan.go (planning with diffapply), hunks.go (where
+// hunks are now), apply.go (apply and undo, the batch write) and
+// reject_journal.go (reject, the undo journal, recovery); dialogs in
 // dialogs.go and session.go.
 
 // Defaults for Config.
@@ -121,7 +124,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.unlock()
 		}
 	}()
-	if e.st, err = e.store.load(ws); err != nil {
+	if e.st, err = e.store.load(ws); errors.Is(err, errNullState) {
+		e.log.Warn("the state file held null: starting with no changes, dialogs or undo history", "file", e.store.statePath())
+	} else if err != nil {
 		return nil, err
 	}
 	for _, c := range e.st.Changes {

@@ -1,0 +1,297 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// This file holds Reject, the undo journal's records (written before a
+// write, settled after it), their recovery at start, and re-validation.
+
+// target is where a write goes: an open buffer of some editor, or disk.
+type target struct {
+	text    []byte
+	exists  bool
+	open    bool
+	version int32
+	ed      Editor
+}
+
+// current reads the text the user sees of abs, preferring p's editor.
+func (e *Engine) current(p *Peer, abs string) (target, error) {
+	if t, v, ed, ok := e.document(p, abs); ok {
+		return target{text: t, exists: true, open: true, version: v, ed: ed}, nil
+	}
+	b, exists, err := e.ws.readFile(abs)
+	if err != nil {
+		return target{}, fmt.Errorf("read %s: %w", abs, err)
+	}
+	return target{text: b, exists: exists}, nil
+}
+
+// deletedBehindBuffer is the target of undoing a deletion that smith made
+// on disk while an editor kept the file's buffer open (an editor without
+// the delete resource operation gets the deletion on disk): when the file
+// is still absent and the buffer holds exactly the bytes from before, the
+// file comes back on disk, which loses nothing. Otherwise tg is kept, and
+// the undo is refused as usual.
+func (e *Engine) deletedBehindBuffer(r *undoRecord, tg target) target {
+	b, exists, err := e.ws.readFile(r.Path)
+	if err != nil || exists || !r.Before.matches(tg.text, true) {
+		return tg
+	}
+	return target{text: b, exists: false}
+}
+
+// mergeStatuses keeps the recorded status of hunks that are no longer
+// pending and takes match data of the fresh plan.
+func mergeStatuses(old, fresh []Hunk) []Hunk {
+	prev := map[string]string{}
+	for _, h := range old {
+		prev[h.ID] = h.Status
+	}
+	out := slices.Clone(fresh)
+	for i := range out {
+		if s, ok := prev[out[i].ID]; ok && s != StatusPending && s != StatusUndone {
+			out[i].Status = s
+		}
+	}
+	return out
+}
+
+// announce tells every peer that a change changed (and that its file was
+// written behind the editors when it went to disk) and returns its view.
+func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
+	v := e.view(changeID)
+	e.queue(Notification{Kind: NoteChangeUpdated, Change: v})
+	for _, w := range ws {
+		if w.via == "disk" {
+			e.queue(Notification{Kind: NoteFileChanged, Path: w.abs})
+		}
+	}
+	return v
+}
+
+// Reject rejects hunks (all when empty) of a change. Pending hunks are
+// marked rejected and nothing is written. For hunks already written
+// (applied, appliedUpstream) it reverse-applies exactly those hunks to the
+// text the user sees; an unsure reverse match is ErrConflict and nothing is
+// written.
+func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*Change, error) {
+	p := e.peerOf(ctx)
+	defer e.flush()
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
+	c, snap, err := e.recordSnapshot(changeID)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Abs == "" {
+		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to reject", ErrInvalidState, changeID, snap.Reason)
+	}
+	ids, err := selectHunks(&snap, hunks, StatusPending, StatusConflict, StatusApplied, StatusAppliedUpstream, StatusUndone)
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, h := range snap.Hunks {
+		if slices.Contains(ids, h.ID) && (h.Status == StatusApplied || h.Status == StatusAppliedUpstream) {
+			written = append(written, h.ID)
+		}
+	}
+	wholeWritten := len(snap.Hunks) == 0 && (snap.Status == StatusApplied || snap.Status == StatusAppliedUpstream)
+	var w *fileWrite
+	var rec *undoRecord
+	if len(written) > 0 || wholeWritten {
+		tg, err := e.current(p, snap.Abs)
+		if err != nil {
+			return nil, err
+		}
+		next, nextExists, err := e.reverseHunks(&snap, tg.text, written)
+		if errors.Is(err, ErrUnsupported) {
+			return nil, fmt.Errorf("reject %s: %w", changeID, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
+		}
+		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
+		if rec, err = e.beginUndo(c, "reject", w, 0, ids); err != nil {
+			return nil, err
+		}
+		if err := e.writeBatch(ctx, fmt.Sprintf("smith: reject %s in %s", changeID, snap.Path), []*fileWrite{w}); err != nil {
+			e.finishUndo(rec, "", undoFailed)
+			return nil, err
+		}
+		e.mu.Lock()
+		c.BaseHash = contentHash(next, nextExists)
+		e.mu.Unlock()
+	}
+	e.mu.Lock()
+	for i := range c.Hunks {
+		if slices.Contains(ids, c.Hunks[i].ID) {
+			c.Hunks[i].Status = StatusRejected
+		}
+	}
+	c.Status = deriveStatus(c.Hunks, StatusRejected)
+	if c.Status != StatusConflict {
+		c.Reason = ""
+	}
+	e.mu.Unlock()
+	if rec != nil {
+		e.finishUndo(rec, w.via, undoDone)
+	} else {
+		e.saveLogged()
+	}
+	if w == nil {
+		return e.announce(changeID), nil
+	}
+	return e.announce(changeID, w), nil
+}
+
+// beginUndo journals a write before it happens: the bytes before go to the
+// blob store and a pending record to the state file, so that a crash
+// between here and the write is resolved at the next start (recover).
+func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
+	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
+	if err != nil {
+		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+	}
+	after, err := e.store.putBlob(w.next, w.nextExists)
+	if err != nil {
+		return nil, fmt.Errorf("journal the bytes after the write (nothing was written): %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := map[string]string{}
+	for _, h := range c.Hunks {
+		prev[h.ID] = h.Status
+	}
+	r := &undoRecord{
+		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
+		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
+		Hunks: hunks,
+	}
+	e.st.NextUndo++
+	e.st.Undo = append(e.st.Undo, r)
+	if err := e.saveLocked(); err != nil {
+		e.st.Undo = e.st.Undo[:len(e.st.Undo)-1]
+		return nil, fmt.Errorf("journal the write (nothing was written): %w", err)
+	}
+	return r, nil
+}
+
+func (e *Engine) finishUndo(r *undoRecord, via, state string) {
+	e.mu.Lock()
+	r.State, r.Via = state, via
+	err := e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+}
+
+func (e *Engine) saveLogged() {
+	e.mu.Lock()
+	err := e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+}
+
+// recover resolves writes that were journalled but not finished when the
+// previous engine stopped: a file holding the bytes after is marked done
+// (undo can restore it) and its change settled as the finished write
+// would have left it (applied or rejected, not stale); one holding the
+// bytes before is marked failed. Anything else is left to the user and
+// logged; Undo then refuses.
+func (e *Engine) recover() error {
+	dirty := false
+	for _, r := range e.st.Undo {
+		if r.State != undoPending {
+			continue
+		}
+		b, exists, err := e.ws.readFile(r.Path)
+		if err != nil {
+			e.log.Warn("cannot read a file an interrupted write named; its record is marked failed", "path", r.Path, "err", err)
+			r.State, dirty = undoFailed, true
+			continue
+		}
+		switch {
+		case r.After.matches(b, exists):
+			r.State, r.Via = undoDone, "disk"
+			e.settle(r)
+		case r.Before.matches(b, exists):
+			r.State = undoFailed
+		default:
+			r.State = undoFailed
+			e.log.Warn("interrupted write left a file in neither state", "path", r.Path, "change", r.ChangeID)
+		}
+		dirty = true
+	}
+	if dirty {
+		return e.saveLocked()
+	}
+	return nil
+}
+
+// settle sets the change of a write that recovery found done to what the
+// writer would have set had it not been killed.
+func (e *Engine) settle(r *undoRecord) {
+	c := e.changes[r.ChangeID]
+	if c == nil {
+		return
+	}
+	status := StatusApplied
+	if r.Action == "reject" {
+		status = StatusRejected
+	}
+	for i := range c.Hunks {
+		if r.Hunks == nil || slices.Contains(r.Hunks, c.Hunks[i].ID) {
+			c.Hunks[i].Status = status
+		}
+	}
+	if r.Path == c.Abs || r.Action == "reject" {
+		c.BaseHash = contentHash(nil, false)
+		if r.After.Exists {
+			c.BaseHash = r.After.Hash
+		}
+	}
+	c.Status = deriveStatus(c.Hunks, status)
+	c.Reason = ""
+}
+
+// snapshot copies a record so that it can be used without e.mu.
+func (c *changeRecord) snapshot() changeRecord {
+	s := *c
+	s.Hunks = slices.Clone(c.Hunks)
+	return s
+}
+
+// revalidate re-plans a pending change against text and reports whether
+// its status or hunks changed.
+func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
+	c, snap, err := e.recordSnapshot(id)
+	if err != nil {
+		return false
+	}
+	if snap.Abs == "" || snap.Src.AppliedUpstream {
+		return false
+	}
+	if contentHash(text, exists) == snap.BaseHash {
+		return false
+	}
+	before := snap.snapshot()
+	e.plan(&snap, text, exists)
+	changed := before.Status != snap.Status || !slices.Equal(before.Hunks, snap.Hunks)
+	e.mu.Lock()
+	c.Hunks, c.Status, c.Reason, c.BaseHash = snap.Hunks, snap.Status, snap.Reason, snap.BaseHash
+	err = e.saveLocked()
+	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	return changed
+}
