@@ -706,12 +706,17 @@ func TestCancelWithPermissionOpen(t *testing.T) {
 	if r := p.prompt(t, sid, "what does this project do?"); r.StopReason != sdk.StopReasonEndTurn {
 		t.Errorf("prompt after the cancel: stopReason %q", r.StopReason)
 	}
+	// The change the cancel left pending is applied by typing /apply.
+	p.prompt(t, sid, "/apply")
+	if got := f.read(t, "main.go"); got != renamed {
+		t.Errorf("/apply did not apply the pending change:\n%s", got)
+	}
 	lines := p.stdout()
 	if n := countStopReasons(lines, "cancelled"); n != 1 {
 		t.Errorf("%d cancelled answers, want exactly 1", n)
 	}
-	if n := countStopReasons(lines, "end_turn"); n != 1 {
-		t.Errorf("%d end_turn answers, want 1 (the second prompt's)", n)
+	if n := countStopReasons(lines, "end_turn"); n != 2 {
+		t.Errorf("%d end_turn answers, want 2 (the second prompt's and /apply's)", n)
 	}
 }
 
@@ -898,6 +903,15 @@ func TestUpstreamToolsErrorsAndCitations(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("%d read tool calls, want 1 (read_file): %+v", reads, toolCalls(c.updates()))
 	}
+	thoughts := 0
+	for _, u := range c.updates() {
+		if m := u.Update.AgentThoughtChunk; m != nil && m.Content.Text != nil && m.Content.Text.Text != "" {
+			thoughts++
+		}
+	}
+	if thoughts == 0 {
+		t.Error("the upstream's reasoning came as no agent_thought_chunk")
+	}
 
 	r := p.prompt(t, sid, "fail with quota exceeded")
 	if r.StopReason != sdk.StopReasonEndTurn {
@@ -1003,7 +1017,7 @@ func TestModesAndSlashCommands(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, " ") != "changes undo approve reset dialogs" {
+	if strings.Join(names, " ") != "changes apply reject undo approve reset dialogs" {
 		t.Errorf("slash commands %v", names)
 	}
 	answered, announced := -1, -1
