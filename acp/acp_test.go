@@ -706,12 +706,17 @@ func TestCancelWithPermissionOpen(t *testing.T) {
 	if r := p.prompt(t, sid, "what does this project do?"); r.StopReason != sdk.StopReasonEndTurn {
 		t.Errorf("prompt after the cancel: stopReason %q", r.StopReason)
 	}
+	// The change the cancel left pending is applied by typing /apply.
+	p.prompt(t, sid, "/apply")
+	if got := f.read(t, "main.go"); got != renamed {
+		t.Errorf("/apply did not apply the pending change:\n%s", got)
+	}
 	lines := p.stdout()
 	if n := countStopReasons(lines, "cancelled"); n != 1 {
 		t.Errorf("%d cancelled answers, want exactly 1", n)
 	}
-	if n := countStopReasons(lines, "end_turn"); n != 1 {
-		t.Errorf("%d end_turn answers, want 1 (the second prompt's)", n)
+	if n := countStopReasons(lines, "end_turn"); n != 2 {
+		t.Errorf("%d end_turn answers, want 2 (the second prompt's and /apply's)", n)
 	}
 }
 
@@ -898,6 +903,15 @@ func TestUpstreamToolsErrorsAndCitations(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("%d read tool calls, want 1 (read_file): %+v", reads, toolCalls(c.updates()))
 	}
+	thoughts := 0
+	for _, u := range c.updates() {
+		if m := u.Update.AgentThoughtChunk; m != nil && m.Content.Text != nil && m.Content.Text.Text != "" {
+			thoughts++
+		}
+	}
+	if thoughts == 0 {
+		t.Error("the upstream's reasoning came as no agent_thought_chunk")
+	}
 
 	r := p.prompt(t, sid, "fail with quota exceeded")
 	if r.StopReason != sdk.StopReasonEndTurn {
@@ -1003,7 +1017,7 @@ func TestModesAndSlashCommands(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, " ") != "changes undo approve reset dialogs" {
+	if strings.Join(names, " ") != "changes apply reject undo approve reset dialogs" {
 		t.Errorf("slash commands %v", names)
 	}
 	answered, announced := -1, -1
@@ -1036,5 +1050,52 @@ func TestModesAndSlashCommands(t *testing.T) {
 	}
 	if _, err := p.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: "yolo"}); err == nil || !strings.Contains(err.Error(), `unknown mode \"yolo\"`) {
 		t.Errorf("an unknown mode: %v", err)
+	}
+}
+
+// TestCancelRightBehindPrompt: a session/cancel sent right behind a
+// session/prompt (one write, so the agent reads both at once) cancels
+// that prompt, although the SDK handles the cancel before the prompt has
+// started (here the prompt first reads the file it names through
+// fs/read_text_file): exactly one "cancelled", nothing written, and the
+// session takes the next prompt.
+func TestCancelRightBehindPrompt(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	c := &client{fs: true}
+	p := start(t, f, c)
+	sid := p.session(t, f)
+	link := "file://" + filepath.Join(f.ws, "main.go")
+	both := fmt.Sprintf(`{"jsonrpc":"2.0","id":"raw-1","method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"rename total to subtotal in"},{"type":"resource_link","name":"main.go","uri":%q}]}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`+"\n", sid, link, sid)
+	if _, err := p.in.Write([]byte(both)); err != nil {
+		t.Fatal(err)
+	}
+	answer := func() []string {
+		var out []string
+		for _, l := range p.stdout() {
+			if strings.Contains(l, `"id":"raw-1"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(answer()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a := answer(); len(a) != 1 || !strings.Contains(a[0], `"stopReason":"cancelled"`) {
+		t.Fatalf("answers to the cancelled prompt: %q, want one stopReason cancelled", a)
+	}
+	if r := p.prompt(t, sid, "what does this project do?"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("the next prompt: stopReason %q", r.StopReason)
+	}
+	c.mu.Lock()
+	written := len(c.writes)
+	c.mu.Unlock()
+	if got := f.read(t, "main.go"); got != mainGo || written != 0 {
+		t.Errorf("a cancelled prompt wrote main.go (%d fs writes):\n%s", written, got)
+	}
+	if n := len(answer()); n != 1 {
+		t.Errorf("%d answers to the cancelled prompt", n)
 	}
 }

@@ -17,6 +17,10 @@ import (
 // own change list and undo journal.
 var commandList = []sdk.AvailableCommand{
 	{Name: "changes", Description: "List the changes of this session and their status (pending, applied, rejected, conflict)"},
+	{Name: "apply", Description: "Apply a pending change (e.g. /apply c3), or every pending change of this session; typing it is the permission",
+		Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "change id (optional)"}}},
+	{Name: "reject", Description: "Reject a pending change (e.g. /reject c3), or every pending change of this session",
+		Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "change id (optional)"}}},
 	{Name: "undo", Description: "Take back smith's last write (or the change named, e.g. /undo c3)",
 		Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "change id (optional)"}}},
 	{Name: "approve", Description: "Accept what the agent server wrote itself in this session (AgentSmithy approve)"},
@@ -58,6 +62,8 @@ func (a *agent) command(ctx context.Context, s *session, name, arg string) (sdk.
 	switch name {
 	case "changes":
 		out = a.changesText(s)
+	case "apply", "reject":
+		out, err = a.decideCommand(ctx, s, name, arg)
 	case "undo":
 		var c *daemon.Change
 		if c, err = a.eng.Undo(daemon.WithPeer(ctx, a.peer), arg); err == nil {
@@ -123,4 +129,35 @@ func (a *agent) changes(f daemon.ChangeFilter) []daemon.Change {
 		return nil
 	}
 	return cs
+}
+
+// decideCommand applies or rejects the change named, or every pending
+// change of the session: what a prompt that was cancelled left pending.
+func (a *agent) decideCommand(ctx context.Context, s *session, name, arg string) (string, error) {
+	ids := strings.Fields(arg)
+	if len(ids) == 0 {
+		for _, c := range a.changes(daemon.ChangeFilter{DialogID: s.id, Status: daemon.StatusPending}) {
+			ids = append(ids, c.ID)
+		}
+		if len(ids) == 0 {
+			return "No pending change in this session.", nil
+		}
+	}
+	pctx := daemon.WithPeer(ctx, a.peer)
+	var b strings.Builder
+	for _, id := range ids {
+		var c *daemon.Change
+		var err error
+		if name == "apply" {
+			c, err = a.eng.Apply(pctx, id, nil)
+		} else {
+			c, err = a.eng.Reject(pctx, id, nil)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "- `%s`: not done: %v\n", id, err)
+			continue
+		}
+		fmt.Fprintf(&b, "- `%s` %s: **%s**\n", c.ID, c.Path, c.Status)
+	}
+	return b.String(), nil
 }

@@ -399,7 +399,7 @@ func (t *turnMapper) work() {
 	for id := range t.queue {
 		if stopped || t.ctx.Err() != nil {
 			stopped = true
-			t.finish(id, sdk.ToolCallStatusFailed, "not applied: the prompt was cancelled; the change stays pending in smith (smith changes, smith apply)")
+			t.finish(id, sdk.ToolCallStatusFailed, "not applied: the prompt was cancelled; the change stays pending: /apply or /reject it")
 			continue
 		}
 		if !t.decide(id) {
@@ -452,12 +452,21 @@ func (t *turnMapper) decide(id string) bool {
 		},
 		Options: permissionOptions,
 	})
-	if err != nil || resp.Outcome.Cancelled != nil || resp.Outcome.Selected == nil {
-		if t.ctx.Err() == nil && err != nil {
-			t.a.log.Warn("permission request failed", "change", id, "err", err)
-		}
-		t.finish(id, sdk.ToolCallStatusFailed, "not applied: no permission (the prompt was cancelled); the change stays pending in smith (smith changes, smith apply)")
+	if t.ctx.Err() != nil {
+		// session/cancel: whatever the answer, nothing more is applied.
+		t.finish(id, sdk.ToolCallStatusFailed, "not applied: the prompt was cancelled; the change stays pending: /apply or /reject it")
 		return false
+	}
+	if err != nil || resp.Outcome.Selected == nil {
+		// A failed request, or a permission dismissed without a cancel of
+		// the prompt: this change stays pending, the next ones are asked.
+		why := "not applied: the permission request was dismissed; the change stays pending: /apply or /reject it"
+		if err != nil {
+			t.a.log.Warn("permission request failed", "change", id, "err", err)
+			why = "not applied: the permission request failed (" + err.Error() + "); the change stays pending: /apply or /reject it"
+		}
+		t.finish(id, sdk.ToolCallStatusFailed, why)
+		return true
 	}
 	switch opt := string(resp.Outcome.Selected.OptionId); opt {
 	case optAllowAlways:

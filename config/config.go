@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/smith-dev/smith/protocol"
 )
 
 // Source names the layer a value came from.
@@ -293,11 +295,8 @@ func checkURL(s string) error {
 }
 
 func checkDialect(s string) error {
-	switch s {
-	case "auto", "agentsmithy", "rag", "textbook", "lifecycle", "oracle":
-		return nil
-	}
-	return fmt.Errorf("unknown dialect %q (use agentsmithy, rag, textbook, lifecycle or oracle)", s)
+	_, err := protocol.ParseDialect(s)
+	return err
 }
 
 func checkDuration(s string) error {

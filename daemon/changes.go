@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -54,12 +55,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	switch {
 	case err != nil:
 		c.Status = StatusRejected
-		c.Reason = fmt.Sprintf("refused: %v; smith touches only files under the workspace", err)
-		violation = fmt.Sprintf("change %s targets %s, outside the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		c.Reason = fmt.Sprintf("refused: %v; smith writes only regular files under the workspace, outside .git and its own state", err)
+		violation = fmt.Sprintf("change %s targets %s, which smith may not write in the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
 		if src.AppliedUpstream {
 			// "Nothing was written" would be false: the server wrote it.
-			c.Reason = fmt.Sprintf("the server itself wrote %s, outside the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
-			violation = fmt.Sprintf("change %s: the server itself wrote %s, outside the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+			c.Reason = fmt.Sprintf("the server itself wrote %s, which smith may not write in the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, which smith may not write in the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
 		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
@@ -324,6 +325,21 @@ func (e *Engine) view(id string) *Change {
 // whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	e.mu.Lock()
+	if f.DialogID != "" {
+		// A prefix of a dialog id the changes were recorded under.
+		var ids []string
+		for _, c := range e.st.Changes {
+			if !slices.Contains(ids, c.DialogID) {
+				ids = append(ids, c.DialogID)
+			}
+		}
+		if id, err := matchDialogID(f.DialogID, ids); err == nil {
+			f.DialogID = id
+		} else if errors.Is(err, ErrAmbiguousDialog) {
+			e.mu.Unlock()
+			return nil, err
+		}
+	}
 	var snaps []changeRecord
 	for _, c := range e.st.Changes {
 		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))

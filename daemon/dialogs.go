@@ -56,7 +56,7 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 		return requested, nil
 	case modeUpstream:
 		if requested != "" {
-			return requested, nil
+			return e.resolveDialog(ctx, requested)
 		}
 		e.mu.Lock()
 		cur := e.st.CurrentDialog
@@ -72,14 +72,11 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 		e.setCurrent(id)
 		return id, nil
 	}
+	if requested != "" {
+		return e.resolveDialog(ctx, requested)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if requested != "" {
-		if e.localDialog(requested) == nil {
-			return "", fmt.Errorf("%w: %s", ErrUnknownDialog, requested)
-		}
-		return requested, nil
-	}
 	if cur := e.st.CurrentDialog; cur != "" && e.localDialog(cur) != nil {
 		return cur, nil
 	}
@@ -242,6 +239,9 @@ func (e *Engine) NewDialog(ctx context.Context, title string) (_ Dialog, err err
 // SelectDialog makes id the current dialog.
 func (e *Engine) SelectDialog(ctx context.Context, id string) (err error) {
 	defer wrapUpstream(&err)
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	if e.dialogMode(ctx) != modeLocal {
 		if err := e.upstreamSelectDialog(ctx, id); err != nil {
 			return err
@@ -261,6 +261,11 @@ func (e *Engine) SelectDialog(ctx context.Context, id string) (err error) {
 // RenameDialog sets a dialog's title.
 func (e *Engine) RenameDialog(ctx context.Context, id, title string) (err error) {
 	defer wrapUpstream(&err)
+	// Resolved before anything is sent: the server creates a dialog for
+	// an unknown id on PATCH.
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamRenameDialog(ctx, id, title)
 	}
@@ -279,6 +284,9 @@ func (e *Engine) RenameDialog(ctx context.Context, id, title string) (err error)
 // keep working.
 func (e *Engine) DeleteDialog(ctx context.Context, id string) (err error) {
 	defer wrapUpstream(&err)
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	_, busy := e.busy[id]
 	e.mu.Unlock()
@@ -317,6 +325,9 @@ func (e *Engine) History(ctx context.Context, id string, limit, before int) (_ *
 	defer wrapUpstream(&err)
 	if limit <= 0 {
 		limit = 20
+	}
+	if id, err = e.resolveDialog(ctx, id); err != nil {
+		return nil, err
 	}
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamHistory(ctx, id, limit, before)

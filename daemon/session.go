@@ -175,7 +175,7 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 		}
 	}
 	if id != "" {
-		return id, nil
+		return e.resolveDialog(ctx, id)
 	}
 	e.mu.Lock()
 	id = e.st.CurrentDialog

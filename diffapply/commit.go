@@ -883,6 +883,9 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	if err == nil {
 		err = json.Unmarshal(b, &t.m)
 	}
+	if err == nil && t.m.Version == 1 {
+		err = upgradeManifest(ws, &t.m)
+	}
 	if err == nil {
 		err = checkManifest(ws, &t.m)
 	}
@@ -933,6 +936,51 @@ func (t *txn) discardRecovered() {
 		}
 		t.removeDirs(e.Dirs)
 	}
+}
+
+// upgradeManifest reads a journal of smith before the write-ahead log
+// (version 1: absolute paths, states staging and committing, backups of
+// every file), left by a process killed before an upgrade. Its
+// "committing" meant "roll back from the backups", which is this
+// version's aborting state with every entry touched.
+func upgradeManifest(ws *Workspace, m *manifest) error {
+	rel := func(p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		r, ok := within(ws.real, p)
+		if !ok {
+			r, ok = within(ws.root, p)
+		}
+		if !ok {
+			return "", fmt.Errorf("it names %s, outside the workspace", p)
+		}
+		return filepath.ToSlash(r), nil
+	}
+	var err error
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		if e.Path, err = rel(e.Path); err != nil {
+			return err
+		}
+		if e.Temp, err = rel(e.Temp); err != nil {
+			return err
+		}
+		for j := range e.Dirs {
+			if e.Dirs[j], err = rel(e.Dirs[j]); err != nil {
+				return err
+			}
+		}
+	}
+	switch m.State {
+	case stateStaging:
+	case "committing":
+		m.State, m.Touched = stateAborting, len(m.Entries)
+	default:
+		return fmt.Errorf("unknown state %q", m.State)
+	}
+	m.Version, m.Root = 2, ws.real
+	return nil
 }
 
 // checkManifest refuses a journal that is not this workspace's or names

@@ -647,3 +647,26 @@ func TestStateFolderIsProtected(t *testing.T) {
 		t.Fatal("written into the state folder")
 	}
 }
+
+// TestRecoverVersion1Journal: a journal of the smith before the
+// write-ahead log (absolute paths, "committing" = roll back from the
+// backups), left by a kill before an upgrade, is still rolled back.
+func TestRecoverVersion1Journal(t *testing.T) {
+	root, journal := t.TempDir(), t.TempDir()
+	realRoot, _ := filepath.EvalSymlinks(root)
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a after\n"), 0o644))
+	tx := filepath.Join(journal, "tx-1-old")
+	must(t, os.Mkdir(tx, 0o700))
+	must(t, os.WriteFile(filepath.Join(tx, "backup-0"), []byte("a before\n"), 0o600))
+	m := `{"version":1,"state":"committing","entries":[{"path":` + strconv.Quote(filepath.Join(realRoot, "a.txt")) +
+		`,"temp":` + strconv.Quote(filepath.Join(realRoot, ".a.txt.smith-0123")) + `,"backup":"backup-0","existed":true,"mode":420,` +
+		`"before":` + strconv.Quote(Hash([]byte("a before\n"))) + `,"after":` + strconv.Quote(Hash([]byte("a after\n"))) + `}]}`
+	must(t, os.WriteFile(filepath.Join(tx, manifestName), []byte(m), 0o600))
+	if n, err := Recover(root, journal); n != 1 || err != nil {
+		t.Fatalf("Recover = %d, %v; want 1", n, err)
+	}
+	assertFiles(t, root, map[string]string{"a.txt": "a before\n"})
+	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+		t.Errorf("journal left: %v", ents)
+	}
+}

@@ -72,14 +72,14 @@ func parse(b []byte) ([]*fileDiff, *scanned, error) {
 	return out, sc, nil
 }
 
-// eachParallel runs do(i) for i in [0, n), on all CPUs when the diff is
-// big enough (size bytes) to be worth it. Files parse and plan
-// independently; results land in per-index slots, so the outcome does not
-// depend on scheduling.
 // parallelMin is the diff size (bytes) from which eachParallel uses more
 // than one goroutine.
 const parallelMin = 256 << 10
 
+// eachParallel runs do(i) for i in [0, n), on all CPUs when the diff is
+// big enough (size bytes) to be worth it. Files parse and plan
+// independently; results land in per-index slots, so the outcome does not
+// depend on scheduling.
 func eachParallel(n, size int, do func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers < 2 || size < parallelMin {

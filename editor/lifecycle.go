@@ -193,10 +193,8 @@ func (o InitOptions) Validate() error {
 	if o.Upstream != "" && !strings.HasPrefix(o.Upstream, "http://") && !strings.HasPrefix(o.Upstream, "https://") {
 		return fmt.Errorf("initializationOptions.upstream %q is not an http:// or https:// URL", o.Upstream)
 	}
-	switch protocol.Dialect(o.Dialect) {
-	case protocol.DialectAuto, "auto", protocol.DialectAgentSmithy, protocol.DialectRAG, protocol.DialectTextbook, protocol.DialectLifecycle, protocol.DialectOracle:
-	default:
-		return fmt.Errorf("initializationOptions.dialect %q is not one of agentsmithy, rag, textbook, lifecycle, oracle", o.Dialect)
+	if _, err := protocol.ParseDialect(o.Dialect); err != nil {
+		return fmt.Errorf("initializationOptions.dialect: %w", err)
 	}
 	if o.IdleTimeout != "" {
 		if _, err := time.ParseDuration(o.IdleTimeout); err != nil {

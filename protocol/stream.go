@@ -2,8 +2,10 @@ package protocol
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,20 @@ const (
 	DialectLifecycle   Dialect = "lifecycle"
 	DialectOracle      Dialect = "oracle"
 )
+
+// ParseDialect reads a dialect as users and settings name it: "", "auto"
+// (detect) or one of the dialects above, in any case. It is the one list
+// of dialects: config, the editor's initializationOptions, replay and the
+// upstream server all read theirs with it.
+func ParseDialect(name string) (Dialect, error) {
+	switch d := Dialect(strings.ToLower(strings.TrimSpace(name))); d {
+	case "", "auto":
+		return DialectAuto, nil
+	case DialectAgentSmithy, DialectRAG, DialectTextbook, DialectLifecycle, DialectOracle:
+		return d, nil
+	}
+	return "", fmt.Errorf("unknown dialect %q (use auto, agentsmithy, rag, textbook, lifecycle or oracle)", name)
+}
 
 // Defaults for StreamOptions.
 const (

@@ -34,8 +34,8 @@ Apply, Apply all in this session, Reject, Reject all. An applied change goes
 through the editor (fs/write_text_file) when it offers that, so its own review
 and undo see it, and atomically on disk otherwise. A change that no longer
 matches the file is a failed tool call, never a wrong write. The session mode
-"Apply without asking" skips the question. Slash commands: /changes, /undo,
-/approve, /reset, /dialogs.
+"Apply without asking" skips the question. Slash commands: /changes, /apply,
+/reject, /undo, /approve, /reset, /dialogs.
 
 The workspace is --workspace, else the cwd of the editor's first session.
 Settings come from the flags, then SMITH_* variables, .smith.toml, the user's

@@ -191,14 +191,11 @@ func openReplayInput(s *IOStreams, file string) (io.Reader, func(), error) {
 const replayInBuffer = 64 << 10
 
 func parseDialect(name string) (protocol.Dialect, error) {
-	switch d := protocol.Dialect(strings.ToLower(strings.TrimSpace(name))); d {
-	case "auto", "":
-		return protocol.DialectAuto, nil
-	case protocol.DialectAgentSmithy, protocol.DialectRAG, protocol.DialectTextbook, protocol.DialectLifecycle, protocol.DialectOracle:
-		return d, nil
-	default:
-		return "", usageErrorf("unknown dialect %q (want auto, agentsmithy, rag, textbook, lifecycle or oracle)", name)
+	d, err := protocol.ParseDialect(name)
+	if err != nil {
+		return "", usageErrorf("%v", err)
 	}
+	return d, nil
 }
 
 func parseHeaders(hs []string) (http.Header, error) {

@@ -106,13 +106,14 @@ func New(opts Options) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("unknown protocol %q: use v2, v1 or v0", opts.Protocol)
 	}
-	switch opts.Dialect {
-	case protocol.DialectAuto:
-		opts.Dialect = protocol.DialectAgentSmithy
-	case protocol.DialectAgentSmithy, protocol.DialectRAG, protocol.DialectTextbook, protocol.DialectLifecycle, protocol.DialectOracle:
-	default:
-		return nil, fmt.Errorf("unknown dialect %q: use agentsmithy, rag, textbook, lifecycle or oracle", opts.Dialect)
+	d, err := protocol.ParseDialect(string(opts.Dialect))
+	if err != nil {
+		return nil, err
 	}
+	if d == protocol.DialectAuto {
+		d = protocol.DialectAgentSmithy
+	}
+	opts.Dialect = d
 	for _, n := range opts.ChunkSizes {
 		if n <= 0 {
 			return nil, fmt.Errorf("chunk sizes must be positive, got %d", n)

@@ -310,6 +310,7 @@ class SmithExtension {
       this.dialogs = [];
     }
     this.chat.post();
+    this.tree.refresh(); // its dialog labels are the titles
   }
 
   async dialogAction(kind: 'new' | 'switch' | 'rename' | 'delete', dialogId?: string): Promise<void> {
@@ -645,6 +646,7 @@ class DialogItem extends vscode.TreeItem {
     const pending = changes.filter((c) => c.status === 'pending').length;
     this.description = pending ? `${pending} pending` : `${changes.length} change${changes.length === 1 ? '' : 's'}`;
     this.contextValue = 'dialog';
+    this.id = `dialog:${dialogId}`;
     this.iconPath = new vscode.ThemeIcon('comment-discussion');
   }
 }
@@ -656,7 +658,10 @@ const STATUS_ICON: Record<string, string> = {
 
 class ChangeItem extends vscode.TreeItem {
   constructor(readonly change: Change) {
-    super(change.path, change.hunks.length > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    // Changes that wait for a decision show their hunks; decided ones fold away.
+    const open = change.status === 'pending' || change.status === 'conflict';
+    super(change.path, change.hunks.length === 0 ? vscode.TreeItemCollapsibleState.None
+      : open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
     const label = change.status === 'appliedUpstream' ? 'written by the server' : change.status;
     this.description = `${label} · ${change.kind}${change.hunks.length ? ` · ${change.hunks.length} hunk${change.hunks.length === 1 ? '' : 's'}` : ''}`;
     this.tooltip = new vscode.MarkdownString(`**${change.path}** (${change.id}): ${label}${change.reason ? `\n\n${change.reason}` : ''}`);
@@ -702,7 +707,8 @@ class ChangesTree implements vscode.TreeDataProvider<Node> {
     const session = this.ext.session;
     if (!session) return [];
     if (!n) {
-      if (this.view) this.view.message = session.all().length ? undefined : 'No changes yet. Ask for one in the chat.';
+      // '' clears the message; undefined would leave the old one in place.
+      if (this.view) this.view.message = session.all().length ? '' : 'No changes yet. Ask for one in the chat.';
       return [...session.byDialog()].map(([id, list]) => new DialogItem(id, this.ext.dialogTitle(id), list));
     }
     if (n instanceof DialogItem) {

@@ -142,6 +142,11 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     await chat.locator('#busy').waitFor({ state: 'hidden', timeout: 60_000 });
     const answer = await chat.locator('.message.assistant .markdown').last().innerText();
     assert.match(answer, /subtotal/);
+    // The status bar names the dialect the turn spoke and counts the pending change.
+    await page.locator('.statusbar-item', { hasText: 'smith: agentsmithy v0 · 1 pending' }).waitFor({ timeout: 15_000 });
+    // The Changes tree has the dialog (titled by when it started) and the change with its hunks.
+    await page.locator('.pane', { hasText: 'Changes' }).locator('.monaco-list-row', { hasText: 'dialog of' }).waitFor({ timeout: 15_000 });
+    await page.locator('.pane', { hasText: 'Changes' }).locator('.monaco-list-row', { hasText: 'hunk 2/2' }).waitFor({ timeout: 15_000 });
     await page.screenshot({ path: path.join(shots, 'chat.png') });
 
     // Hidden and shown again (VS Code disposes the webview's page meanwhile): the answer is back.
@@ -199,7 +204,32 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     await until('main.go saved back to the original', () => fs.readFileSync(file, 'utf8') === MAIN_GO, 15_000);
     await page.screenshot({ path: path.join(shots, 'after-undo.png') });
 
-    for (const f of ['chat.png', 'diff-review.png']) {
+    // The Output channel carries the daemon's stderr.
+    await runCommand(page, 'Smith: Show output');
+    await page.locator('.output-view .view-lines', { hasText: 'msg=initialized' }).waitFor({ timeout: 15_000 });
+
+    // A second proposal, then the user edits the line it would change, without saving: the
+    // engine re-validates against the buffer and the Changes tree shows the conflict and why.
+    const chat2 = await chatFrame(page);
+    await chat2.locator('#input').fill('rename withTax to addTax in main.go');
+    await chat2.locator('#input').press('Enter');
+    const changes = page.locator('.pane', { hasText: 'Changes' });
+    await changes.locator('.monaco-list-row', { hasText: /main\.go\s*pending/ }).first().waitFor({ timeout: 60_000 });
+    await page.locator(`${editor} .view-lines`).click();
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type('9');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await page.keyboard.type('fmt.Println("edited by hand")');
+    const conflict = changes.locator('.monaco-list-row', { hasText: 'conflict' }).first();
+    await conflict.waitFor({ timeout: 30_000 });
+    const conflictText = (await conflict.innerText()).replace(/\s+/g, ' ');
+    assert.ok(/conflict · line \d+ · \S/.test(conflictText), `the hunk's row gives the engine's reason: ${conflictText}`);
+    assert.equal(fs.readFileSync(file, 'utf8'), MAIN_GO, 'nothing written: the edit is unsaved, the proposal is a conflict');
+    await page.screenshot({ path: path.join(shots, 'conflict.png') });
+
+    for (const f of ['chat.png', 'diff-review.png', 'conflict.png']) {
       assert.ok(fs.statSync(path.join(shots, f)).size > 20_000, `${f} has content`);
     }
   } catch (err) {
