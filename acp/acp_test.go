@@ -1052,3 +1052,50 @@ func TestModesAndSlashCommands(t *testing.T) {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
+
+// TestCancelRightBehindPrompt: a session/cancel sent right behind a
+// session/prompt (one write, so the agent reads both at once) cancels
+// that prompt, although the SDK handles the cancel before the prompt has
+// started (here the prompt first reads the file it names through
+// fs/read_text_file): exactly one "cancelled", nothing written, and the
+// session takes the next prompt.
+func TestCancelRightBehindPrompt(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	c := &client{fs: true}
+	p := start(t, f, c)
+	sid := p.session(t, f)
+	link := "file://" + filepath.Join(f.ws, "main.go")
+	both := fmt.Sprintf(`{"jsonrpc":"2.0","id":"raw-1","method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"rename total to subtotal in"},{"type":"resource_link","name":"main.go","uri":%q}]}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`+"\n", sid, link, sid)
+	if _, err := p.in.Write([]byte(both)); err != nil {
+		t.Fatal(err)
+	}
+	answer := func() []string {
+		var out []string
+		for _, l := range p.stdout() {
+			if strings.Contains(l, `"id":"raw-1"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(answer()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a := answer(); len(a) != 1 || !strings.Contains(a[0], `"stopReason":"cancelled"`) {
+		t.Fatalf("answers to the cancelled prompt: %q, want one stopReason cancelled", a)
+	}
+	if r := p.prompt(t, sid, "what does this project do?"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("the next prompt: stopReason %q", r.StopReason)
+	}
+	c.mu.Lock()
+	written := len(c.writes)
+	c.mu.Unlock()
+	if got := f.read(t, "main.go"); got != mainGo || written != 0 {
+		t.Errorf("a cancelled prompt wrote main.go (%d fs writes):\n%s", written, got)
+	}
+	if n := len(answer()); n != 1 {
+		t.Errorf("%d answers to the cancelled prompt", n)
+	}
+}

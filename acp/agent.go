@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,6 +42,14 @@ type agent struct {
 	// handler, is not refused).
 	initSeen atomic.Bool
 
+	// order numbers the session/prompt lines of each session as they are
+	// read, and remembers how many had been read when a session/cancel
+	// was (see reading).
+	order sync.Mutex
+	// guarded by order
+	promptLines map[string]int64
+	cancelMark  map[string]int64
+
 	mu          sync.Mutex
 	initialized bool
 	caps        sdk.ClientCapabilities
@@ -75,12 +84,14 @@ type session struct {
 
 // run is a running prompt of a session.
 type run struct {
+	seq       int64 // its session/prompt line's number in the session (0: unknown)
 	cancel    context.CancelFunc
 	cancelled bool // session/cancel arrived (guarded by session.mu)
 }
 
 func newAgent(ctx context.Context, o Options, log *slog.Logger, out *lineWriter) *agent {
-	return &agent{o: o, log: log, out: out, ctx: ctx, sessions: map[string]*session{}, startMode: ModeReview}
+	return &agent{o: o, log: log, out: out, ctx: ctx, sessions: map[string]*session{}, startMode: ModeReview,
+		promptLines: map[string]int64{}, cancelMark: map[string]int64{}}
 }
 
 // close cancels the running prompts, waits for them, and closes the engine.
@@ -363,13 +374,92 @@ func (a *agent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
 		a.log.Warn("session/cancel for an unknown session", "session", p.SessionId)
 		return nil
 	}
+	mark := a.cancelledUpTo(string(p.SessionId))
 	s.mu.Lock()
-	if s.run != nil {
+	if s.run != nil && s.run.seq <= mark {
 		s.run.cancelled = true
 		s.run.cancel()
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// seqKey is where reading puts a prompt's number in its params' _meta,
+// for Prompt to take out again (it never goes further).
+const seqKey = "smith.dev/promptSeq"
+
+// reading sees every message line before the SDK does, in the order the
+// client sent them. The SDK runs each request in a goroutine of its own
+// and notifications in another, so a session/cancel sent right behind a
+// session/prompt can be handled before the prompt has even started; the
+// order of the lines is the truth. A prompt is cancelled by a cancel line
+// read after it, never by one read before it: reading numbers the prompt
+// lines of each session (the number travels to Prompt in _meta) and
+// marks, at each cancel line, how many prompts it covers.
+func (a *agent) reading(method string, line []byte) []byte {
+	switch method {
+	case sdk.AgentMethodInitialize:
+		a.initSeen.Store(true)
+	case sdk.AgentMethodSessionPrompt, sdk.AgentMethodSessionCancel:
+		var m struct {
+			Params map[string]json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(line, &m) != nil || m.Params == nil {
+			return line
+		}
+		var sid string
+		if json.Unmarshal(m.Params["sessionId"], &sid) != nil {
+			return line
+		}
+		a.order.Lock()
+		defer a.order.Unlock()
+		if method == sdk.AgentMethodSessionCancel {
+			a.cancelMark[sid] = a.promptLines[sid]
+			return line
+		}
+		a.promptLines[sid]++
+		return withMeta(line, m.Params, a.promptLines[sid])
+	}
+	return line
+}
+
+// withMeta returns the prompt line with seq added to its params' _meta.
+func withMeta(line []byte, params map[string]json.RawMessage, seq int64) []byte {
+	meta := map[string]any{}
+	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return line
+	}
+	meta[seqKey] = seq
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(line, &msg) != nil {
+		return line
+	}
+	mb, err1 := json.Marshal(meta)
+	params["_meta"] = mb
+	pb, err2 := json.Marshal(params)
+	msg["params"] = pb
+	out, err3 := json.Marshal(msg)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return line
+	}
+	return out
+}
+
+// promptSeq takes the number reading gave a prompt out of its _meta.
+func promptSeq(meta map[string]any) int64 {
+	f, ok := meta[seqKey].(float64)
+	delete(meta, seqKey)
+	if !ok {
+		return 0
+	}
+	return int64(f)
+}
+
+// cancelledUpTo is how many of the session's prompts a cancel covers.
+func (a *agent) cancelledUpTo(sid string) int64 {
+	a.order.Lock()
+	defer a.order.Unlock()
+	return a.cancelMark[sid]
 }
 
 // update sends one session/update; a client gone is logged, not fatal.

@@ -32,7 +32,7 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
-	r := &run{cancel: cancel}
+	r := &run{cancel: cancel, seq: promptSeq(p.Meta)}
 	s.mu.Lock()
 	if s.run != nil {
 		s.mu.Unlock()
@@ -40,6 +40,14 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	}
 	s.run = r
 	s.mu.Unlock()
+	if r.seq > 0 && r.seq <= a.cancelledUpTo(s.id) {
+		// The cancel was read after this prompt but handled before it
+		// started: nothing runs.
+		s.mu.Lock()
+		s.run = nil
+		s.mu.Unlock()
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
 	a.turns.Add(1)
 	defer func() {
 		s.mu.Lock()

@@ -60,11 +60,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	conn.SetLogger(log.With("component", "acp-sdk"))
 	a.conn = conn
 	go func() {
-		err := filterLines(in, pw, w, log, func(method string) {
-			if method == sdk.AgentMethodInitialize {
-				a.initSeen.Store(true)
-			}
-		})
+		err := filterLines(in, pw, w, log, a.reading)
 		pw.CloseWithError(err)
 	}()
 	select {
@@ -80,7 +76,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 // wants a Parse error (-32700) sent back, and a client that sent garbage
 // should learn it at once rather than wait for an answer that never comes.
 // The connection stays up either way.
-func filterLines(in io.Reader, sdkIn io.Writer, w *lineWriter, log *slog.Logger, onMethod func(string)) error {
+func filterLines(in io.Reader, sdkIn io.Writer, w *lineWriter, log *slog.Logger, onMessage func(method string, line []byte) []byte) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	n := 0
 	for {
@@ -93,7 +89,7 @@ func filterLines(in io.Reader, sdkIn io.Writer, w *lineWriter, log *slog.Logger,
 					return werr
 				}
 			} else {
-				onMethod(method)
+				line = onMessage(method, line)
 				if _, werr := sdkIn.Write(append(line, '\n')); werr != nil {
 					return werr
 				}
