@@ -165,12 +165,27 @@ func vmHWM(pid int) (int, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
+// benchBin builds the smith binary for the benchmarks that measure the
+// process (its peak RSS): once per run, and only when one of them runs, so
+// that editor's tests never depend on the binary.
+var benchBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "smith-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	return editortest.Build("..", dir)
+})
+
 // runServeBench streams one turn of plan through a fresh smith serve and
 // reports latency quantiles, throughput and peak RSS.
 func runServeBench(b *testing.B, plan streamPlan) {
 	ws := b.TempDir()
 	up := benchUpstream(b, plan)
-	ed := editortest.Start(b, smithBin, "serve", "--log-level", "warn", "--upstream", up, "--dialect", "textbook", "--state-dir", b.TempDir())
+	bin, err := benchBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ed := editortest.Start(b, bin, "serve", "--log-level", "warn", "--upstream", up, "--dialect", "textbook", "--state-dir", b.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// No progress capability: only smith/event traffic is measured.

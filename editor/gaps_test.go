@@ -81,7 +81,7 @@ func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := workspace(t, map[string]string{"old.go": "package old\n"})
 			up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-			ed := editortest.Start(t, smithBin, "serve", "--log-level", "debug", "--upstream", up, "--state-dir", t.TempDir())
+			ed := startServe(t, up, t.TempDir())
 			ed.ResourceOperations() // none
 			ctx := testCtx(t)
 			if _, err := ed.Initialize(ctx, ws, nil); err != nil {

@@ -2,9 +2,7 @@ package editor_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor"
-	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol"
 	"github.com/smith-dev/smith/protocol/upstream"
 )
@@ -39,7 +36,7 @@ func TestApplyInEachEncoding(t *testing.T) {
 		t.Run(enc, func(t *testing.T) {
 			ws := workspace(t, map[string]string{"uni.go": uniGo})
 			up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-			ed := editortest.Start(t, smithBin, "serve", "--upstream", up, "--state-dir", t.TempDir())
+			ed := startServe(t, up, t.TempDir())
 			ctx := testCtx(t)
 			if _, err := ed.Initialize(ctx, ws, nil, enc); err != nil {
 				t.Fatal(err)
@@ -324,40 +321,12 @@ func TestWatcherUpdatesTheEditor(t *testing.T) {
 	}
 }
 
-// TestServeBadFlags: bad flags exit 2 with a message naming the flag,
-// before any protocol is spoken.
-func TestServeBadFlags(t *testing.T) {
-	tests := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--listen", "tcp:127.0.0.1:9"}, "--listen"},
-		{[]string{"--dialect", "klingon"}, "dialect"},
-		{[]string{"--idle-timeout", "soon"}, "idle_timeout"},
-		{[]string{"--log-level", "loud"}, "--log-level"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			cmd := exec.Command(smithBin, append([]string{"serve"}, tt.args...)...)
-			cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-				t.Fatalf("exit %v, want status 2; output:\n%s", err, out)
-			}
-			if !strings.Contains(string(out), tt.want) {
-				t.Errorf("message does not name %s:\n%s", tt.want, out)
-			}
-		})
-	}
-}
-
 // TestLimits: the per-editor limits of initializationOptions answer with
 // their documented codes, and nothing is sent upstream for them.
 func TestLimits(t *testing.T) {
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
-	ed := editortest.Start(t, smithBin, "serve", "--upstream", up, "--state-dir", t.TempDir())
+	ed := startServe(t, up, t.TempDir())
 	ctx := testCtx(t)
 	if _, err := ed.Initialize(ctx, ws, map[string]any{"maxTurns": 1, "maxMessage": 40}); err != nil {
 		t.Fatal(err)

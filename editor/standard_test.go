@@ -70,7 +70,7 @@ func eglotCaps() map[string]any {
 // workspace/executeCommand.
 func plainServe(t *testing.T, ws, up string, caps map[string]any) *session {
 	t.Helper()
-	ed := editortest.Start(t, smithBin, "serve", "--log-level", "debug", "--upstream", up, "--state-dir", t.TempDir())
+	ed := startServe(t, up, t.TempDir())
 	ed.Capabilities(caps)
 	if _, err := ed.Initialize(testCtx(t), ws, nil); err != nil {
 		t.Fatalf("initialize: %v", err)

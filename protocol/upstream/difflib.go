@@ -274,6 +274,13 @@ func agentSmithyDiff(abs, oldText, newText string) string {
 	return strings.Join(unifiedDiffLines(pySplitlines(oldText, true), pySplitlines(newText, true), "a/"+abs, "b/"+abs), "\n")
 }
 
+// AgentSmithyDiff is the diff an AgentSmithy v1/v2 server sends for
+// changing the file at abs from oldText to newText (see agentSmithyDiff):
+// what a consumer of those diffs (diffapply's tests) checks itself against.
+func AgentSmithyDiff(abs, oldText, newText string) string {
+	return agentSmithyDiff(abs, oldText, newText)
+}
+
 // legacyDiff is the diff of a v0 diff event: lines without their ends,
 // joined with "\n", so a valid unified diff without a final newline (and
 // without a "\ No newline" marker, as the legacy server produced it).

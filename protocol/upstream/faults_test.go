@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // events splits an AgentSmithy body into its complete events' data and
@@ -63,12 +65,6 @@ func TestFaults(t *testing.T) {
 				t.Errorf("want %d events and a partial one, got %d, rest %q", len(cleanEvents)/2, len(evs), rest)
 			}
 		}},
-		{"stall=0.05", func(t *testing.T, res *http.Response, body []byte) {
-			evs, _ := events(body)
-			if len(evs) != len(cleanEvents) {
-				t.Errorf("stall lost events: %d, want %d", len(evs), len(cleanEvents))
-			}
-		}},
 		{"huge-event=1", func(t *testing.T, res *http.Response, body []byte) {
 			evs, _ := events(body)
 			if len(evs) != len(cleanEvents)+1 || len(evs[1]) < 1<<20 || !json.Valid([]byte(evs[1])) {
@@ -98,6 +94,56 @@ func TestFaults(t *testing.T) {
 			res, body := chat(t, base, testDialog, msg, FaultHeader, tc.fault)
 			tc.check(t, res, body)
 		})
+	}
+}
+
+// TestFaultStallPauses: "stall" must pause the stream after its first
+// event and then send every event. The pause is checked from below only
+// (the gap after the first event is at least the stall), which a slow
+// machine cannot make fail, and which fails when stalling does nothing.
+func TestFaultStallPauses(t *testing.T) {
+	t.Parallel()
+	const stall = 300 * time.Millisecond
+	_, base := newTestServer(t, Options{})
+	_, clean := chat(t, base, testDialog, "rename total to sum in main.go")
+	cleanEvents, _ := events(clean)
+
+	_, base = newTestServer(t, Options{})
+	body := `{"messages":[{"role":"user","content":"rename total to sum in main.go"}],"stream":true,"dialog_id":"` + testDialog + `"}`
+	req, err := http.NewRequest(http.MethodPost, base+"/api/chat", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(FaultHeader, fmt.Sprintf("stall=%g", stall.Seconds()))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// The arrival time of each event's end.
+	var at []time.Time
+	var got strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := res.Body.Read(buf)
+		got.Write(buf[:n])
+		for strings.Count(got.String(), "\r\n\r\n") > len(at) {
+			at = append(at, time.Now())
+		}
+		if err != nil {
+			break
+		}
+	}
+	evs, _ := events([]byte(got.String()))
+	if len(evs) != len(cleanEvents) {
+		t.Fatalf("stall lost events: %d, want %d", len(evs), len(cleanEvents))
+	}
+	if len(at) < 2 {
+		t.Fatalf("only %d events", len(at))
+	}
+	if gap := at[1].Sub(at[0]); gap < stall {
+		t.Errorf("the second event came %v after the first; a stall of %v did not pause the stream", gap, stall)
 	}
 }
 

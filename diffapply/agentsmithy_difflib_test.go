@@ -1,4 +1,4 @@
-package upstream
+package diffapply_test
 
 import (
 	"fmt"
@@ -9,9 +9,12 @@ import (
 	"testing"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol/upstream"
 )
 
-// TestAgentSmithyDiffsApplyExactly: the server's difflib diffs of random
+// TestAgentSmithyDiffsApplyExactly (in diffapply's external tests, where
+// the import of the upstream emulator points down: diffapply itself never
+// imports it): the server's difflib diffs of random
 // edits to files with form feeds, vertical tabs and U+2028 inside lines
 // (which Python's splitlines breaks, so the diff's lines and counts are
 // fragments) go through diffapply's repairs and give exactly the new file,
@@ -54,7 +57,7 @@ func TestAgentSmithyDiffsApplyExactly(t *testing.T) {
 		if err := os.WriteFile(path, []byte(oldText), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		d := agentSmithyDiff(path, oldText, newText)
+		d := upstream.AgentSmithyDiff(path, oldText, newText)
 		p, err := diffapply.Plan(root, []byte(d), diffapply.Options{})
 		if err != nil {
 			t.Fatalf("plan: %v\n%q", err, d)
