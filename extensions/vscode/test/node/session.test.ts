@@ -186,6 +186,28 @@ describe('turns that do not complete', () => {
   });
 });
 
+test('applyMode auto (autoApply): a proposal is applied as it arrives, and undo restores the file', async () => {
+  const ws = workspace();
+  const up = await startUpstream(ws.dir, ['--protocol', 'v0']);
+  const serve = await startServe(ws.dir, ws.state, up.url, { autoApply: true });
+  const file = path.join(ws.dir, 'main.go');
+  try {
+    const s = serve.session;
+    const res = await s.chat({ message: 'rename total to subtotal in main.go' });
+    await until('the change applied', async () => {
+      await s.refreshChanges();
+      return s.get(res.changes[0])?.status === 'applied';
+    });
+    assert.match(fs.readFileSync(file, 'utf8'), /func subtotal\(/);
+    await s.undo(res.changes[0]);
+    assert.equal(fs.readFileSync(file, 'utf8'), MAIN_GO);
+  } finally {
+    await serve.close();
+    await up.stop();
+    ws.cleanup();
+  }
+});
+
 describe('a v2 upstream writes files itself (appliedUpstream)', () => {
   test('the change shows as written by the server; reset restores the file', async () => {
     const ws = workspace();
