@@ -12,7 +12,9 @@
 #
 #   bench/apply.sh [ROUNDS]      (default 15; needs git, strace for the fsync count)
 #
-# Every run gets a fresh copy of the workspace (not measured). git apply runs
+# Every run gets a fresh copy of the workspace and an empty state folder
+# (XDG_STATE_HOME: smith's journal and, since 3e23acd, the engine's state
+# file, which keeps every applied change), not measured. git apply runs
 # outside any repository. Environment: BIN (binaries, default
 # $TMPDIR/smith-bench), WORK (scratch on disk, default a new temporary
 # folder), SHM (scratch on tmpfs, default /dev/shm).
@@ -36,13 +38,13 @@ export GIT_CEILING_DIRECTORIES="$work:$shm" XDG_STATE_HOME="$work/state"
 s=$bin/smith
 echo "## 1 MB diff: $(wc -c <"$work/big/patch.diff") bytes, $(grep -c '^@@' "$work/big/patch.diff") hunks, 25 files; $(uptime)"
 "$bin/abproc" -rounds "$rounds" -dir "$work/big" \
-	-setup "rm -rf ws && cp -a ws.orig ws && sync -f ws && rm -rf $shm/big/ws && cp -a $shm/big/ws.orig $shm/big/ws" -- \
+	-setup "rm -rf ws $work/state && cp -a ws.orig ws && sync -f ws && rm -rf $shm/big/ws && cp -a $shm/big/ws.orig $shm/big/ws" -- \
 	smith="$s" apply -C ws patch.diff -- git=git -C ws apply ../patch.diff -- \
 	smith-tmpfs="$s" apply -C "$shm/big/ws" patch.diff -- git-tmpfs=git -C "$shm/big/ws" apply ../patch.diff -- \
 	smith-check="$s" apply --check -C ws patch.diff -- git-check=git -C ws apply --check ../patch.diff 2>/dev/null
 echo
 echo "## one-hunk diff; $(uptime)"
-"$bin/abproc" -rounds "$((rounds * 10))" -dir "$work/one" -setup "rm -rf ws && cp -a ws.orig ws" -- \
+"$bin/abproc" -rounds "$((rounds * 10))" -dir "$work/one" -setup "rm -rf ws $work/state && cp -a ws.orig ws" -- \
 	smith="$s" apply -C ws patch.diff -- git=git -C ws apply ../patch.diff -- \
 	smith-check="$s" apply --check -C ws patch.diff -- git-check=git -C ws apply --check ../patch.diff -- \
 	hello="$bin/hello" 2>/dev/null
@@ -50,7 +52,7 @@ if command -v strace >/dev/null; then
 	echo
 	echo "## fsync calls per apply"
 	for c in big one; do
-		(cd "$work/$c" && rm -rf ws && cp -a ws.orig ws && sync -f ws &&
+		(cd "$work/$c" && rm -rf ws "$work/state" && cp -a ws.orig ws && sync -f ws &&
 			strace -f -c -e trace=fsync,fdatasync,sync_file_range -o "$work/strace" "$s" apply -C ws patch.diff >/dev/null 2>&1 &&
 			echo "$c: smith $(awk '$NF ~ /^(fsync|fdatasync)$/ { n += $4 } END { print n + 0 }' "$work/strace")" &&
 			rm -rf ws && cp -a ws.orig ws &&
@@ -58,11 +60,12 @@ if command -v strace >/dev/null; then
 			echo "$c: git apply $(awk '$NF ~ /^(fsync|fdatasync)$/ { n += $4 } END { print n + 0 }' "$work/strace")")
 	done
 fi
+[ "${HUGE:-1}" = 0 ] && exit 0
 echo
 echo "## 50 MB diff: $(wc -c <"$work/huge/patch.diff") bytes, $(grep -c '^@@' "$work/huge/patch.diff") hunks; peak RSS (KiB), CPU s; $(uptime)"
 cd "$work/huge"
 for t in smith git; do
-	rm -rf ws && cp -a ws.orig ws && sync -f ws
+	rm -rf ws "$work/state" && cp -a ws.orig ws && sync -f ws
 	if [ $t = smith ]; then set -- "$s" apply -C ws patch.diff; else set -- git -C ws apply ../patch.diff; fi
 	/usr/bin/time -f "$t: %M KiB peak RSS, %U s user, %S s system, %e s wall" "$@" >/dev/null 2>"$work/time" || true
 	tail -1 "$work/time"

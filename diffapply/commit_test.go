@@ -153,6 +153,8 @@ func TestCommitFailsAtEveryStep(t *testing.T) {
 // (killed after it), with no temp file and an empty journal, and a
 // further Recover has nothing to do.
 func TestRecoveryConvergesAfterKills(t *testing.T) {
+	pairs := 0
+	defer func() { t.Logf("%d (commit kill, recovery kill) pairs", pairs) }()
 	for n := 1; ; n++ {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, after := commitFixture(t, root)
@@ -173,6 +175,7 @@ func TestRecoveryConvergesAfterKills(t *testing.T) {
 			copyTree(t, root, r2)
 			copyTree(t, journal, j2)
 			fixRoot(t, j2, root, r2)
+			pairs++
 			rsteps, rkilled, _ := runKilledAt(m, true, func(hook func(string) error) error {
 				_, err := recoverJournal(r2, j2, hook)
 				return err

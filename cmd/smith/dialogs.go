@@ -43,7 +43,7 @@ dialog is marked with '*'.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerNoTurn(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
