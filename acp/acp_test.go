@@ -1099,3 +1099,41 @@ func TestCancelRightBehindPrompt(t *testing.T) {
 		t.Errorf("%d answers to the cancelled prompt", n)
 	}
 }
+
+// TestCancelStopsTheUpstream: session/cancel ends the upstream's chat
+// request itself, not only the answer to the client. Each delta of this
+// upstream waits 2 s, so the whole answer would take over a minute; the
+// request must end (the upstream logs it) well within the wait below.
+func TestCancelStopsTheUpstream(t *testing.T) {
+	var logs editortest.SyncBuffer
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0, DeltaDelay: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c := &client{}
+	p := start(t, f, c)
+	sid := p.session(t, f)
+	done := make(chan sdk.PromptResponse, 1)
+	go func() {
+		r, err := p.conn.Prompt(ctxT(t), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("what does this project do?")}})
+		if err != nil {
+			t.Errorf("prompt: %v", err)
+		}
+		done <- r
+	}()
+	c.waitFor("the first chunk", func(us []sdk.SessionNotification) bool { return agentText(us) != "" })
+	if strings.Contains(logs.String(), "path=/api/chat ") {
+		t.Fatalf("the chat request ended before the cancel:\n%s", logs.String())
+	}
+	if err := p.conn.Cancel(ctxT(t), sdk.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.StopReason != sdk.StopReasonCancelled {
+		t.Errorf("stopReason %q", r.StopReason)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "path=/api/chat ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream's chat request still runs after the cancel:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -19,6 +19,9 @@ import (
 	"github.com/smith-dev/smith/diffapply"
 )
 
+// maxResultText bounds the answer text the engine keeps per turn.
+const maxResultText = 1 << 20
+
 // Session modes (session/set_mode).
 const (
 	// ModeReview asks permission for every change (the default).
@@ -206,6 +209,11 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 		}
 		if cfg.Logger == nil {
 			cfg.Logger = a.log
+		}
+		if cfg.MaxResultText == 0 {
+			// The answer reaches the client as chunks; the turn's result
+			// text is not needed whole (serve bounds it the same way).
+			cfg.MaxResultText = maxResultText
 		}
 		eng, err := daemon.New(a.ctx, cfg)
 		if err != nil {

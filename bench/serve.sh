@@ -42,8 +42,9 @@ while [ "$i" -lt "$rounds" ]; do
 		dir=$root/editor
 		[ "$v" = base ] && dir=$tmp/base/editor
 		echo "# round $i $v load $(cut -d' ' -f1-3 /proc/loadavg)"
-		# TestMain builds smith from the source next to the test binary's
-		# folder, so each version relays with its own smith.
+		# The benchmarks build smith from the source around the folder they
+		# run in (editortest.Build("..")), so each version relays with its
+		# own smith.
 		(cd "$dir" && "$tmp/$v.test" -test.run '^$' -test.bench 'ServePaced$|DirectPaced$|ServeRate100k$|DirectRate100k$' -test.benchtime 1x) |
 			grep '^Benchmark' | sed "s/^/$v $i /"
 	done

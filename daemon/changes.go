@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/smith-dev/smith/protocol"
 )
@@ -474,10 +475,14 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 	for _, id := range requested {
 		i := slices.IndexFunc(c.Hunks, func(h Hunk) bool { return h.ID == id })
 		if i < 0 {
-			return nil, fmt.Errorf("%w: change %s has no hunk %s", ErrUnknownChange, c.ID, id)
+			have := make([]string, len(c.Hunks))
+			for j, h := range c.Hunks {
+				have[j] = h.ID
+			}
+			return nil, fmt.Errorf("%w: change %s has no hunk %s (its hunks: %s)", ErrUnknownChange, c.ID, id, strings.Join(have, ", "))
 		}
 		if !slices.Contains(statuses, c.Hunks[i].Status) {
-			return nil, fmt.Errorf("%w: change %s hunk %s is %s; only %v hunks can be used here", ErrInvalidState, c.ID, id, c.Hunks[i].Status, statuses)
+			return nil, fmt.Errorf("%w: change %s hunk %s is %s; only %s hunks can be used here", ErrInvalidState, c.ID, id, c.Hunks[i].Status, strings.Join(statuses, " or "))
 		}
 	}
 	return requested, nil

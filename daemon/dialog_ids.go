@@ -62,7 +62,7 @@ func matchDialogID(id string, ids []string) (string, error) {
 	}
 	switch len(hits) {
 	case 0:
-		return "", fmt.Errorf("%w: no dialog has the id %s or an id starting with it (list them with `smith dialogs`)", ErrUnknownDialog, id)
+		return "", fmt.Errorf("%w: no dialog has the id %s or an id starting with it", ErrUnknownDialog, id)
 	case 1:
 		return hits[0], nil
 	}

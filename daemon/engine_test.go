@@ -34,6 +34,7 @@ func main() {
 `
 
 func TestV2TurnRecordsAppliedUpstreamAndRejectsOneHunk(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	p := f.e.Attach(ed)
@@ -58,11 +59,12 @@ func TestV2TurnRecordsAppliedUpstreamAndRejectsOneHunk(t *testing.T) {
 	if got := f.read("main.go"); got != after {
 		t.Fatalf("the upstream did not write main.go:\n%s", got)
 	}
-	if !slices.ContainsFunc(ed.notifications(), func(n Notification) bool {
-		return n.Kind == NoteFileChanged && n.Path == f.path("main.go")
-	}) {
-		t.Errorf("the editor was not told that main.go changed: %+v", ed.notifications())
-	}
+	// Notifications are delivered asynchronously (Engine's doc).
+	waitFor(t, "fileChanged for main.go", func() bool {
+		return slices.ContainsFunc(ed.notifications(), func(n Notification) bool {
+			return n.Kind == NoteFileChanged && n.Path == f.path("main.go")
+		})
+	})
 
 	// Reject the second hunk: exactly that hunk is reverse-applied.
 	got, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, []string{c.Hunks[1].ID})
@@ -79,6 +81,7 @@ func TestV2TurnRecordsAppliedUpstreamAndRejectsOneHunk(t *testing.T) {
 }
 
 func TestV0ProposalAppliedToDisk(t *testing.T) {
+	t.Parallel()
 	f, p, c := renameProposed(t)
 	if c.Status != StatusPending || len(c.Hunks) != 2 {
 		t.Fatalf("change %+v: want pending with 2 hunks", c)
@@ -99,6 +102,7 @@ func TestV0ProposalAppliedToDisk(t *testing.T) {
 }
 
 func TestV0ProposalAppliedToOpenBufferWithItsVersion(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	ed.open(f.path("main.go"), mainGo, 7)
@@ -125,6 +129,7 @@ func TestV0ProposalAppliedToOpenBufferWithItsVersion(t *testing.T) {
 }
 
 func TestPlanUsesTheOpenBufferNotDisk(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	// The user has unsaved edits that break the first hunk's context.
@@ -138,6 +143,7 @@ func TestPlanUsesTheOpenBufferNotDisk(t *testing.T) {
 }
 
 func TestPerHunkApplyThenTheRest(t *testing.T) {
+	t.Parallel()
 	f, p, c := renameProposed(t)
 	got, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, []string{c.Hunks[1].ID})
 	if err != nil {
@@ -162,6 +168,7 @@ func TestPerHunkApplyThenTheRest(t *testing.T) {
 }
 
 func TestRejectPendingWritesNothing(t *testing.T) {
+	t.Parallel()
 	f, p, c := renameProposed(t)
 	got, err := f.e.Reject(WithPeer(context.Background(), p), c.ID, nil)
 	if err != nil {
@@ -179,6 +186,7 @@ func TestRejectPendingWritesNothing(t *testing.T) {
 }
 
 func TestUndoAfterRestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo, "b.txt": "one\n"}})
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
@@ -227,6 +235,7 @@ func TestUndoAfterRestart(t *testing.T) {
 }
 
 func TestConflictWhenFileChangedBetweenPlanAndApply(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo},
 		mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
@@ -244,6 +253,7 @@ func TestConflictWhenFileChangedBetweenPlanAndApply(t *testing.T) {
 }
 
 func TestStaleBufferVersionIsAConflict(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	ed.open(f.path("main.go"), mainGo, 1)
@@ -261,6 +271,7 @@ func TestStaleBufferVersionIsAConflict(t *testing.T) {
 }
 
 func TestWatcherRevalidatesPendingChanges(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	p := f.e.Attach(ed)
@@ -291,6 +302,7 @@ func TestWatcherRevalidatesPendingChanges(t *testing.T) {
 }
 
 func TestMessageLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.MaxMessage = 10 }})
 	p := f.e.Attach(nil)
 	_, evs, err := f.chat(context.Background(), p, ChatRequest{Message: strings.Repeat("é", 11)})
@@ -306,6 +318,7 @@ func TestMessageLimits(t *testing.T) {
 }
 
 func TestOutsideWorkspaceFileEditIsRefused(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secret, []byte("keep\n"), 0o644); err != nil {
@@ -354,6 +367,7 @@ func TestOutsideWorkspaceFileEditIsRefused(t *testing.T) {
 // TestWatcherRescansAfterAnOverflow: when the kernel queue overflows,
 // events are lost; the watcher must then re-validate every open change.
 func TestWatcherRescansAfterAnOverflow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo},
 		mutate: func(c *Config) { c.NoWatch = true }})
 	res, _ := f.mustChat(f.e.Attach(nil), "rename Foo to Bar in main.go")

@@ -15,6 +15,7 @@ import (
 )
 
 func TestHistoryAnswer(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", MaxHistoryAnswer) // 2 bytes a rune: cuts fall inside runes
 	tests := []struct {
 		name   string
@@ -57,6 +58,7 @@ func TestHistoryAnswer(t *testing.T) {
 // keeps no history goes to the front whole, but the state file keeps a
 // bounded part of it (and the next turn sends that part as history).
 func TestLongAnswerStateStaysSmall(t *testing.T) {
+	t.Parallel()
 	const n = 20000 // about 1.2 MB of text
 	var body strings.Builder
 	for i := range n {

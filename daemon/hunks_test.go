@@ -46,6 +46,7 @@ func placedOf(hs []Hunk) []placed {
 // each hunk is, before and after it is written, and the diff of a change
 // and of its preview always goes forward.
 func TestHunksCarryTheirPlaceInTheTextNow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // didChange does) and stays undone, hunks included: it is not offered again
 // as pending.
 func TestUndoneStaysUndone(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	ctx := context.Background()
@@ -64,6 +65,7 @@ func TestUndoneStaysUndone(t *testing.T) {
 // put back (git checkout, a session reset), listing the change says it is
 // no longer there; once the file holds it again, it is applied again.
 func TestResetFileIsNotListedApplied(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	c, err := f.e.Propose(WithPeer(context.Background(), p), "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n"})
@@ -97,6 +99,7 @@ func TestResetFileIsNotListedApplied(t *testing.T) {
 // TestNullStateFileWarns: a state.json holding null starts an empty state
 // with a warning, never silently (and never with change ids from c0).
 func TestNullStateFileWarns(t *testing.T) {
+	t.Parallel()
 	ws, stateRoot := t.TempDir(), t.TempDir()
 	cfg := Config{Workspace: ws, StateDir: stateRoot, NoWatch: true}
 	dir, err := StateDirOf(cfg)
@@ -132,6 +135,7 @@ func TestNullStateFileWarns(t *testing.T) {
 // the engine's ErrUpstreamUnreachable (the fronts map the engine's errors
 // only), still carrying the client's error and text.
 func TestUpstreamErrorsAreTheEngines(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true; c.Upstream = "http://" + closedAddr(t) }})
 	_, err := f.e.Dialogs(context.Background())
 	if !errors.Is(err, ErrUpstreamUnreachable) || !errors.Is(err, protocol.ErrUnreachable) {

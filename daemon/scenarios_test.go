@@ -17,6 +17,7 @@ import (
 )
 
 func TestAutoApplyWritesProposalsAsTheyArrive(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo},
 		mutate: func(c *Config) { c.AutoApply = true }})
 	p := f.e.Attach(nil)
@@ -30,6 +31,7 @@ func TestAutoApplyWritesProposalsAsTheyArrive(t *testing.T) {
 }
 
 func TestUndoThroughTheEditor(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	ed.open(f.path("main.go"), mainGo, 1)
@@ -64,6 +66,7 @@ func TestUndoThroughTheEditor(t *testing.T) {
 }
 
 func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"old.txt": "bye\r\nno final newline"}})
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "create new.txt with hello")
@@ -107,6 +110,7 @@ func TestCreateAndDeleteProposalsAndTheirUndo(t *testing.T) {
 }
 
 func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
+	t.Parallel()
 	f, p, c := renameProposed(t)
 	for _, tc := range []struct {
 		name string
@@ -137,6 +141,7 @@ func TestBadRequestsLeaveFilesAndStateAlone(t *testing.T) {
 }
 
 func TestPreviewShowsTheResultWithoutWriting(t *testing.T) {
+	t.Parallel()
 	f, _, c := renameProposed(t)
 	pv, err := f.e.Preview(context.Background(), c.ID, []string{"h1"})
 	if err != nil {
@@ -155,6 +160,7 @@ func TestPreviewShowsTheResultWithoutWriting(t *testing.T) {
 }
 
 func TestSessionResetRestoresFilesAndTellsTheEditors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}})
 	ed := newTestEditor()
 	p := f.e.Attach(ed)
@@ -206,6 +212,7 @@ func TestSessionResetRestoresFilesAndTellsTheEditors(t *testing.T) {
 }
 
 func TestSessionCallsNeedAgentSmithy(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.Dialect = protocol.DialectTextbook }})
 	if _, err := f.e.Approve(context.Background(), ""); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("approve on textbook: %v", err)
@@ -213,6 +220,7 @@ func TestSessionCallsNeedAgentSmithy(t *testing.T) {
 }
 
 func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1})
 	if err != nil {
@@ -258,6 +266,7 @@ func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
 }
 
 func TestDialogLearntFromTheStream(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	up, err := upstream.New(upstream.Options{Workspace: ws, PingInterval: -1})
 	if err != nil {
@@ -298,6 +307,7 @@ func TestDialogLearntFromTheStream(t *testing.T) {
 }
 
 func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"a.go": "package a\n\nfunc A() {}\n", "b.go": "package b\n\nfunc B() {}\n"}})
 	var wg sync.WaitGroup
 	type out struct {
@@ -343,6 +353,7 @@ func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
 }
 
 func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
+	t.Parallel()
 	f, p, c := renameProposed(t)
 	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
 		t.Fatal(err)
@@ -369,6 +380,7 @@ func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
 }
 
 func TestStateLivesOutsideTheWorkspace(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
@@ -392,6 +404,7 @@ func TestStateLivesOutsideTheWorkspace(t *testing.T) {
 }
 
 func TestWatcherSeesFilesInNewDirectories(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0"})
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "create sub/dir/new.txt with hi")
@@ -417,6 +430,7 @@ func TestWatcherSeesFilesInNewDirectories(t *testing.T) {
 }
 
 func TestCloseCancelsRunningTurns(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2"})
 	p := f.e.Attach(nil)
 	var res *ChatResult
@@ -449,6 +463,7 @@ func TestCloseCancelsRunningTurns(t *testing.T) {
 }
 
 func TestPendingChangesSurviveARestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
 	res, _ := f.mustChat(f.e.Attach(nil), "rename Foo to Bar in main.go")
 	c := f.change(res)
@@ -472,6 +487,7 @@ func TestPendingChangesSurviveARestart(t *testing.T) {
 }
 
 func TestAppliedUpstreamPerProtocol(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"v1", "v2"} {
 		t.Run(proto, func(t *testing.T) {
 			f := newFixture(t, fixtureOpts{protocol: proto, files: map[string]string{"main.go": mainGo}})
@@ -502,6 +518,7 @@ func TestAppliedUpstreamPerProtocol(t *testing.T) {
 }
 
 func TestUpstreamWriteThatDoesNotMatchDiskIsAConflict(t *testing.T) {
+	t.Parallel()
 	replay := []byte(`data: {"dialog_id": "d1", "type": "file_edit", "file": "main.go", "diff": "--- a/main.go\n+++ b/main.go\n@@ -1,3 +1,3 @@\n package main\n \n-func Foo() int {\n+func Baz() int {\n"}` + "\r\n\r\n" +
 		`data: {"dialog_id": "d1", "type": "tool_call", "name": "write_to_file", "args": {"path": "notes.txt", "content": "new notes\n"}}` + "\r\n\r\n" +
 		`data: {"dialog_id": "d1", "type": "file_edit", "file": "notes.txt"}` + "\r\n\r\n" +
@@ -520,6 +537,7 @@ func TestUpstreamWriteThatDoesNotMatchDiskIsAConflict(t *testing.T) {
 }
 
 func TestStatusOfAnUnreachableUpstream(t *testing.T) {
+	t.Parallel()
 	e, err := New(context.Background(), Config{Workspace: t.TempDir(), Upstream: "http://" + closedAddr(t), StateDir: t.TempDir(), NoWatch: true})
 	if err != nil {
 		t.Fatal(err)
@@ -535,6 +553,7 @@ func TestStatusOfAnUnreachableUpstream(t *testing.T) {
 }
 
 func TestApplyChangesAllOrNothing(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"a.go": "package a\n\nfunc Foo() {}\n",
 		"b.go": "package b\n\nvar x = Foo\n",
@@ -602,6 +621,7 @@ func TestApplyChangesAllOrNothing(t *testing.T) {
 }
 
 func TestProposeOutsideATurn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", files: map[string]string{"main.go": mainGo}, mutate: func(c *Config) { c.NoWatch = true }})
 	p := f.e.Attach(nil)
 	diff := "--- a/main.go\n+++ b/main.go\n@@ -1,4 +1,4 @@\n package main\n \n-func Foo() int {\n+func Foo() int64 {\n \treturn 1\n"
@@ -627,6 +647,7 @@ func TestProposeOutsideATurn(t *testing.T) {
 }
 
 func TestCurrentDialogSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true }})
 	res, _ := f.mustChat(f.e.Attach(nil), "hello there")
 	d2, err := f.e.NewDialog(context.Background(), "second")
@@ -666,6 +687,7 @@ func TestCurrentDialogSurvivesARestart(t *testing.T) {
 }
 
 func TestOneEnginePerWorkspaceState(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true }})
 	if _, err := New(context.Background(), f.cfg); !errors.Is(err, ErrStateLocked) || !strings.Contains(err.Error(), "pid") {
 		t.Fatalf("second engine on the same state: %v, want ErrStateLocked naming the holder", err)
@@ -675,6 +697,7 @@ func TestOneEnginePerWorkspaceState(t *testing.T) {
 }
 
 func TestRenames(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.NoWatch = true },
 		files: map[string]string{"old.txt": "keep me\r\n", "a.go": "package a\n\nfunc A() {}\n", "taken.txt": "x"}})
 	p := f.e.Attach(nil)
@@ -739,6 +762,7 @@ func TestRenames(t *testing.T) {
 // calling the engine at once (list, preview, even reject) must not
 // deadlock it.
 func TestEditorMayCallBackFromNotify(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo, "b.txt": "b\n"}})
 	ed := newTestEditor()
 	p := f.e.Attach(ed)
@@ -776,6 +800,7 @@ func TestEditorMayCallBackFromNotify(t *testing.T) {
 // (lifecycle's session, oracle's context_id) have that name learnt on the
 // first turn and sent with the next.
 func TestLocalDialogsAcrossDialects(t *testing.T) {
+	t.Parallel()
 	for _, d := range []protocol.Dialect{protocol.DialectTextbook, protocol.DialectRAG, protocol.DialectOracle, protocol.DialectLifecycle} {
 		t.Run(string(d), func(t *testing.T) {
 			ws := t.TempDir()

@@ -34,6 +34,7 @@ func stalledTurn(t *testing.T, f *fixture, p *Peer, dialog string) (cancel func(
 }
 
 func TestDialogBusy(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2"})
 	p := f.e.Attach(nil)
 	q := f.e.Attach(nil)
@@ -78,6 +79,7 @@ func TestDialogBusy(t *testing.T) {
 }
 
 func TestTooManyTurnsPerPeer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2"})
 	p := f.e.Attach(nil)
 	var cancels []func()
@@ -115,6 +117,7 @@ func TestTooManyTurnsPerPeer(t *testing.T) {
 }
 
 func TestUpstreamFailuresEndTheTurnAndTheEngineGoesOn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, fixtureOpts{protocol: "v2", mutate: func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }})
 	p := f.e.Attach(nil)
 	for _, tc := range []struct {

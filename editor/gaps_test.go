@@ -43,6 +43,7 @@ func waitChange(t *testing.T, s *session, id, status string) daemon.Change {
 // editor is told, before any apply (the file on disk never changes, so the watcher
 // has nothing to see).
 func TestDidChangeRevalidates(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
@@ -69,6 +70,7 @@ func TestDidChangeRevalidates(t *testing.T) {
 // is guarded by the text smith planned against: a disk that holds
 // something else is a conflict and keeps its file.
 func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
+	t.Parallel()
 	const diskEdit = "package old\n\n// written behind the buffer\n"
 	tests := []struct {
 		name   string
@@ -143,6 +145,7 @@ func TestDeleteOpenFileWithoutResourceOperations(t *testing.T) {
 // MaxResultText bytes of the answer (its beginning, textTruncated set);
 // the smith/event notifications carried all of it.
 func TestLongAnswerResultIsBounded(t *testing.T) {
+	t.Parallel()
 	const n = 30000 // about 1.8 MB, more than editor.MaxResultText
 	var body strings.Builder
 	for i := range n {
@@ -178,6 +181,7 @@ func TestLongAnswerResultIsBounded(t *testing.T) {
 // result whose text the server cut at MaxResultText; it gives its caller
 // the whole answer, rebuilt from the turn's events.
 func TestClientRebuildsACutText(t *testing.T) {
+	t.Parallel()
 	const n = 30000 // about 1.8 MB
 	var body strings.Builder
 	for i := range n {

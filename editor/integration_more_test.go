@@ -32,6 +32,7 @@ func F() int {
 // TestApplyInEachEncoding: the edit of an open buffer lands in the right
 // place whichever position encoding was negotiated.
 func TestApplyInEachEncoding(t *testing.T) {
+	t.Parallel()
 	for _, enc := range []string{"utf-16", "utf-8"} {
 		t.Run(enc, func(t *testing.T) {
 			ws := workspace(t, map[string]string{"uni.go": uniGo})
@@ -80,6 +81,7 @@ func TestApplyInEachEncoding(t *testing.T) {
 // through a DeleteFile resource operation; creating a file that is not
 // open is written on disk.
 func TestDeleteOpenFileAndCreate(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"old.go": "package old\n"})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := serve(t, ws, up, t.TempDir())
@@ -114,6 +116,7 @@ func TestDeleteOpenFileAndCreate(t *testing.T) {
 // TestDialogsAndSession walks the dialog methods and a session approval
 // on an AgentSmithy v2 upstream, through smith/* and executeCommand.
 func TestDialogsAndSession(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := serve(t, ws, up, t.TempDir())
@@ -162,6 +165,7 @@ func TestDialogsAndSession(t *testing.T) {
 
 // TestSessionUnsupported: approve on an upstream without a session API.
 func TestSessionUnsupported(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook})
 	s := serve(t, ws, up, t.TempDir(), "--dialect", "textbook")
@@ -175,6 +179,7 @@ func TestSessionUnsupported(t *testing.T) {
 // reports begin and end on that token; a smith/chat without one gets a
 // token smith created (the fake editor announces window.workDoneProgress).
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	_, s := serveCalc(t)
 	ctx := testCtx(t)
 	var res chatResult
@@ -213,6 +218,7 @@ func TestProgress(t *testing.T) {
 // still holds the workspace/applyEdit makes smith cancel that request too
 // ($/cancelRequest server → client), and nothing is applied.
 func TestCancelPropagatesToTheEditor(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
@@ -253,6 +259,7 @@ func TestCancelPropagatesToTheEditor(t *testing.T) {
 // TestEditorRefusesTheEdit: applied=false from the editor is a conflict
 // and the change stays pending.
 func TestEditorRefusesTheEdit(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	if err := s.Open(ctx, filepath.Join(ws, "calc.go"), calcGo); err != nil {
@@ -276,6 +283,7 @@ func TestEditorRefusesTheEdit(t *testing.T) {
 // TestProgressCancel: cancelling the turn's progress in the editor
 // (window/workDoneProgress/cancel) cancels the turn.
 func TestProgressCancel(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
 	s := serve(t, ws, up, t.TempDir())
@@ -307,6 +315,7 @@ func TestProgressCancel(t *testing.T) {
 // TestWatcherUpdatesTheEditor: a file edited behind smith's back makes the
 // pending change a conflict, and the editor hears of it.
 func TestWatcherUpdatesTheEditor(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
@@ -324,6 +333,7 @@ func TestWatcherUpdatesTheEditor(t *testing.T) {
 // TestLimits: the per-editor limits of initializationOptions answer with
 // their documented codes, and nothing is sent upstream for them.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
 	ed := startServe(t, up, t.TempDir())

@@ -167,6 +167,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 func TestTurnStreamsEvents(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	res := s.mustChat("rename total to sum in calc.go")
 
@@ -206,6 +207,7 @@ func TestTurnStreamsEvents(t *testing.T) {
 // the editor (with unsaved edits: the plan must follow the buffer, and the
 // disk must stay as it was) and to a closed file (written on disk).
 func TestApplyToOpenBufferAndToDisk(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo, "other.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := serve(t, ws, up, t.TempDir())
@@ -251,6 +253,7 @@ func TestApplyToOpenBufferAndToDisk(t *testing.T) {
 }
 
 func TestApplyOneHunkThenTheRest(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
@@ -278,6 +281,7 @@ func TestApplyOneHunkThenTheRest(t *testing.T) {
 }
 
 func TestPreviewAndReject(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
@@ -305,6 +309,7 @@ func TestPreviewAndReject(t *testing.T) {
 }
 
 func TestUndoAfterRestart(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	state := t.TempDir()
@@ -339,6 +344,7 @@ func TestUndoAfterRestart(t *testing.T) {
 }
 
 func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
 	s := serve(t, ws, up, t.TempDir())
@@ -382,6 +388,7 @@ func isText(raw json.RawMessage) bool {
 }
 
 func TestDialogBusy(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, DeltaDelay: 40 * time.Millisecond})
 	s := serve(t, ws, up, t.TempDir())
@@ -409,6 +416,7 @@ func TestDialogBusy(t *testing.T) {
 }
 
 func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
@@ -427,6 +435,7 @@ func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
 }
 
 func TestConflictWhenTheBufferChangedBeforeApply(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
@@ -451,6 +460,7 @@ func TestConflictWhenTheBufferChangedBeforeApply(t *testing.T) {
 // (file_edit); smith shows the change as applied upstream, and rejecting
 // one hunk reverse-applies exactly that hunk.
 func TestServerWrittenChange(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := serve(t, ws, up, t.TempDir())
@@ -487,6 +497,7 @@ func TestServerWrittenChange(t *testing.T) {
 // TestUpstreamFailures: each broken upstream ends the turn with the right
 // outcome (or error) and the daemon keeps serving.
 func TestUpstreamFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		faults  string // "" with refused: nothing listens

@@ -17,6 +17,7 @@ import (
 // ends it interrupted with the reason, and the dialog takes the next
 // message.
 func TestServeEndsATurnWithoutProgress(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Faults: []upstream.Fault{{Name: "pings-only", Arg: "0.1"}}})
 	s := serve(t, ws, up, t.TempDir(), "--idle-timeout", "500ms", "--progress-timeout", "1500ms")

@@ -17,6 +17,7 @@ import (
 // timer) accepts two hunks in a row: the second apply is planned against
 // the text the first one left, not refused for the old version.
 func TestApplyBeforeTheEditorReportsThePreviousEdit(t *testing.T) {
+	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	path := filepath.Join(ws, "calc.go")
@@ -92,6 +93,7 @@ func (s *session) command(name string, params any, result any) error {
 // buffer of a plain LSP client as a workspace/applyEdit: it does not know
 // smith/fileChanged.
 func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := plainServe(t, ws, up, eglotCaps())
@@ -116,6 +118,7 @@ func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
 
 // smith's own plugins reload on smith/fileChanged: they get no edit for it.
 func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := serve(t, ws, up, t.TempDir())
@@ -188,6 +191,7 @@ func (s *session) waitMessage(match func(shownMessage) bool) shownMessage {
 // opened with window/showDocument, and the turn's end as a message (it
 // announced no workDoneProgress).
 func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := plainServe(t, ws, up, showDocCaps())
@@ -224,6 +228,7 @@ func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
 // A plain client without showDocument or progress (eglot) is told the
 // end of a turn and a failure with window/showMessage.
 func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := plainServe(t, ws, up, eglotCaps())
@@ -313,6 +318,7 @@ func (s *session) codeActions(path string, line int) map[string]codeAction {
 // hunk, commands without arguments acting on the hunk of the last code
 // action, and "Undo change" on the applied hunk.
 func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := plainServe(t, ws, up, eglotCaps())
@@ -391,6 +397,7 @@ func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 // comes as a message; away from any hunk the change-level actions are
 // offered as source actions.
 func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	s := plainServe(t, ws, up, eglotCaps())
@@ -444,6 +451,7 @@ func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
 // A client that did not announce textDocument.publishDiagnostics (smith's
 // terminal commands, the fake editor's defaults) is sent none.
 func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
+	t.Parallel()
 	_, s := serveCalc(t)
 	res := s.mustChat("rename total to sum in calc.go")
 	var after daemon.Change
@@ -459,6 +467,7 @@ func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
 // A plain client that announced window.workDoneProgress follows the turn in
 // $/progress (begin … end), and its end is not repeated as a message.
 func TestPlainClientWithProgress(t *testing.T) {
+	t.Parallel()
 	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	caps := eglotCaps()

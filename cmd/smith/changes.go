@@ -127,6 +127,14 @@ func newStatusCmd(s *IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the upstream, dialect, reachability and workspace",
+		Long: `Print what smith would use in this workspace and whether it works: the
+workspace root, the upstream (smith config tells where it came from), the
+dialect, whether the upstream is reachable and what its /health says, the
+current dialog, the number of pending changes, smith's state folder, and the
+smith serve the command went through, if one holds the workspace.
+
+It exits 3 when the upstream is not reachable (or serves another workspace), so
+scripts can wait for it: until smith status >/dev/null; do sleep 1; done`,
 		Example: `  smith status
   smith status --json`,
 		Args: cobra.NoArgs,
@@ -150,7 +158,7 @@ func newStatusCmd(s *IOStreams) *cobra.Command {
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerNoTurn(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -198,7 +206,7 @@ func findChange(ctx context.Context, b backend, id string) (*daemon.Change, erro
 			return &cs[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s (smith changes lists them)", daemon.ErrUnknownChange, id)
+	return nil, fmt.Errorf("%w: %s", daemon.ErrUnknownChange, id) // upstreamExit adds where to list them
 }
 
 func newChangesShowCmd(s *IOStreams) *cobra.Command {

@@ -179,6 +179,7 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 
 	var mu sync.Mutex // serializes the renderer and the spinner
 	var emit func(protocol.Event)
+	var shownError string // the message of the last error event printed
 	var spin *spinner
 	if o.json {
 		enc := json.NewEncoder(s.Out)
@@ -194,6 +195,9 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 			defer mu.Unlock()
 			if spin != nil && (ev.Type == protocol.KindText || ev.Type == protocol.KindReasoning) {
 				spin.clear()
+			}
+			if ev.Type == protocol.KindError && ev.Error != nil {
+				shownError = ev.Error.Message
 			}
 			r.Event(ev)
 		}
@@ -221,7 +225,13 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	if listErr != nil && err == nil {
 		err = fmt.Errorf("list the changes of the turn: %w", listErr)
 	}
+	mu.Lock()
+	shown := shownError
+	mu.Unlock()
 	switch {
+	case err != nil && shown != "" && advice(err) == "" && strings.Contains(err.Error(), shown):
+		// The turn's error line already said it; the exit status still does.
+		return &ExitError{Code: exitCodeOf(err), Err: err, Silent: true}
 	case err != nil:
 		return upstreamExit(err)
 	case res.Outcome == protocol.OutcomeCancelled:

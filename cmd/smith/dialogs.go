@@ -30,20 +30,24 @@ dialog is marked with '*'.`,
 			if len(args) > 0 {
 				sub, args = args[0], args[1:]
 			}
-			want := map[string][2]int{"list": {0, 0}, "ls": {0, 0}, "new": {0, 1}, "rename": {2, 2}, "rm": {1, 1}, "delete": {1, 1}, "use": {1, 1}}
+			// The arguments of each subcommand: how many, and as its usage says them.
+			want := map[string]struct {
+				least, most int
+				usage       string
+			}{"list": {0, 0, ""}, "ls": {0, 0, ""}, "new": {0, 1, " [TITLE]"}, "rename": {2, 2, " ID TITLE"}, "rm": {1, 1, " ID"}, "delete": {1, 1, " ID"}, "use": {1, 1, " ID"}}
 			n, ok := want[sub]
 			if !ok {
 				return usageErrorf("unknown dialogs subcommand %q (use list, new, rename, rm or use)", sub)
 			}
-			if len(args) < n[0] || len(args) > n[1] {
-				return usageErrorf("smith dialogs %s takes %d to %d arguments, got %d (see smith dialogs --help)", sub, n[0], n[1], len(args))
+			if len(args) < n.least || len(args) > n.most {
+				return usageErrorf("smith dialogs %s takes%s, got %d argument(s) (see smith dialogs --help)", sub, orNothing(n.usage), len(args))
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				return runDialogs(ctx, s, b, sub, args, asJSON)
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerNoTurn(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -95,4 +99,12 @@ func runDialogs(ctx context.Context, s *IOStreams, b backend, sub string, args [
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, d.ID, d.Title, d.UpdatedAt)
 	}
 	return tw.Flush()
+}
+
+// orNothing is " no arguments" for an empty usage, else the usage.
+func orNothing(usage string) string {
+	if usage == "" {
+		return " no arguments"
+	}
+	return usage
 }

@@ -46,7 +46,7 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerNoTurn(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&dialog, "dialog", "d", "", "dialog id (default: the current dialog)")
 	fl.IntVar(&limit, "limit", 20, "messages per page")

@@ -36,7 +36,13 @@ func run(args []string, s *IOStreams) int {
 	}
 	fmt.Fprintf(s.Err, "smith: %v\n", err)
 	if isUsageError(err) {
-		fmt.Fprintln(s.Err, "Run 'smith --help' for usage.")
+		// Point at the help of the command that was run, whose flags
+		// these are, not at the root's.
+		path := "smith"
+		if c, _, ferr := cmd.Find(args); ferr == nil {
+			path = c.CommandPath()
+		}
+		fmt.Fprintf(s.Err, "Run '%s --help' for usage.\n", path)
 		return ExitUsage
 	}
 	return ExitFailure

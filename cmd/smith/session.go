@@ -65,7 +65,7 @@ upstreams have no sessions: the command exits 1 saying so.`,
 			})
 		},
 	}
-	f.register(cmd)
+	f.registerNoTurn(cmd)
 	cmd.Flags().StringVarP(&o.dialog, "dialog", "d", "", "the dialog `ID` (default: the current one)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the server's answer as JSON")
 	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "reset or restore without asking")

@@ -35,6 +35,17 @@ func (f *settingsFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.turnLimit, "turn-limit", "", "end a turn that runs longer than this (default 1h)")
 }
 
+// registerNoTurn registers the settings of a command that talks to the
+// upstream but runs no turn (dialogs, history, session, status): the turn
+// timeouts would do nothing, so --help does not offer them; they stay
+// accepted, hidden, for scripts that pass the same flags to every command.
+func (f *settingsFlags) registerNoTurn(cmd *cobra.Command) {
+	f.register(cmd)
+	for _, name := range []string{"idle-timeout", "progress-timeout", "turn-limit"} {
+		_ = cmd.Flags().MarkHidden(name)
+	}
+}
+
 // registerLocal registers the settings of a command that works on the
 // workspace's own state (its changes, its journal) and runs no turn:
 // --workspace and --state-dir. --upstream is accepted, hidden, for the

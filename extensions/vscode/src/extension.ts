@@ -118,7 +118,7 @@ class SmithExtension {
       this.statusError = 'smith is not installed';
       this.renderStatus();
       const pick = await vscode.window.showErrorMessage(
-        `smith: the smith binary was not found (smith.path is "${setting}"${setting.includes('/') ? '' : ', looked up on PATH'}). Install it with \`${INSTALL_COMMAND}\`, then run "Smith: Restart smith serve" or set smith.path.`,
+        `smith: the smith binary was not found (smith.path is "${setting}"${setting.includes('/') ? '' : ', looked up on PATH'}). Install it from a checkout of the smith repository with \`${INSTALL_COMMAND}\` (with $(go env GOPATH)/bin on PATH), then run "Smith: Restart smith serve" or set smith.path.`,
         'Copy install command', 'Open settings');
       if (pick === 'Copy install command') await vscode.env.clipboard.writeText(INSTALL_COMMAND);
       if (pick === 'Open settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'smith.path');

@@ -3,7 +3,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-export const INSTALL_COMMAND = 'go install github.com/smith-dev/smith/cmd/smith@latest';
+// The module is not published yet: smith installs from a checkout of its repository.
+export const INSTALL_COMMAND = 'CGO_ENABLED=0 go install ./cmd/smith';
 
 function executable(p: string): boolean {
   try {

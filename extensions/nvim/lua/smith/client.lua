@@ -127,7 +127,8 @@ local function resolve_cmd(root)
   if vim.fn.executable(cmd[1]) ~= 1 then
     return nil, string.format(
       "smith: cannot start the daemon: '%s' is not an executable on PATH. "
-        .. "Install smith (go install github.com/smith-dev/smith/cmd/smith@latest) "
+        .. "Install smith (in a checkout of the smith repository: CGO_ENABLED=0 go install ./cmd/smith, "
+        .. "with $(go env GOPATH)/bin on PATH) "
         .. "or point setup{cmd = {'/path/to/smith', 'serve'}} at it.",
       cmd[1]
     )

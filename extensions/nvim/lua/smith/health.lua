@@ -35,7 +35,7 @@ function M.check()
   local path = vim.fn.exepath(bin)
   if path == '' then
     report.error(string.format("'%s' is not an executable on PATH", bin), {
-      'install smith: go install github.com/smith-dev/smith/cmd/smith@latest',
+      'install smith from a checkout of the smith repository: CGO_ENABLED=0 go install ./cmd/smith (with $(go env GOPATH)/bin on PATH)',
       "or set require('smith').setup{cmd = {'/path/to/smith', 'serve'}}",
     })
     return

@@ -120,9 +120,18 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
   });
   try {
     await until('code-server listening', () => /HTTP server listening/.test(csLog), 60_000);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+    const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws.dir)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    // A wider side bar, so that the chat and the Changes tree's reasons are readable in the pictures.
+    const sash = await page.locator('.part.sidebar').boundingBox();
+    if (sash) {
+      const x = sash.x + sash.width;
+      await page.mouse.move(x, sash.y + sash.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(x + 170, sash.y + sash.height / 2, { steps: 5 });
+      await page.mouse.up();
+    }
 
     // Open main.go, then the chat view.
     await page.keyboard.press('Control+P');
@@ -228,6 +237,18 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     assert.ok(/conflict · line \d+ · \S/.test(conflictText), `the hunk's row gives the engine's reason: ${conflictText}`);
     assert.equal(fs.readFileSync(file, 'utf8'), MAIN_GO, 'nothing written: the edit is unsaved, the proposal is a conflict');
     await page.screenshot({ path: path.join(shots, 'conflict.png') });
+
+    // Smith: Explain selection sends the selected lines as context.
+    await page.locator(`${editor} .view-lines`).click();
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type('7');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Shift+ArrowDown');
+    await runCommand(page, 'Smith: Explain selection');
+    const chat3 = await chatFrame(page);
+    await chat3.locator('.message.user', { hasText: 'Explain the selected code.' }).locator('.chip', { hasText: '@main.go:7-8' }).waitFor({ timeout: 30_000 });
+    await chat3.locator('#busy').waitFor({ state: 'hidden', timeout: 60_000 });
+    assert.ok((await chat3.locator('.message.assistant').last().innerText()).trim().length > 0, 'the explanation arrived');
 
     for (const f of ['chat.png', 'diff-review.png', 'conflict.png']) {
       assert.ok(fs.statSync(path.join(shots, f)).size > 20_000, `${f} has content`);
