@@ -225,10 +225,19 @@ func (w *watcher) work() {
 			return
 		case <-w.kick:
 		}
-		select {
-		case <-w.stop:
-			return
-		case <-time.After(w.e.cfg.WatchDebounce):
+		// Moving the watches waits for nothing: a change just recorded
+		// is watched at once, as it was when every directory was, so
+		// that an edit right after it is seen as an edit (and debounced
+		// like one), not folded into the re-validation of a new watch.
+		w.mu.Lock()
+		onlyResync := w.resync && !w.rescan && len(w.dirty) == 0
+		w.mu.Unlock()
+		if !onlyResync {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(w.e.cfg.WatchDebounce):
+			}
 		}
 		w.mu.Lock()
 		dirty, rescan, resync := w.dirty, w.rescan, w.resync
