@@ -112,7 +112,7 @@ changes reject, smith session reset or restore).`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(s.Err, "undid %s: %s restored\n", c.ID, c.Path)
+				fmt.Fprintf(s.Err, "undid %s: %s restored; %s is now %s\n", c.ID, c.Path, c.ID, c.Status)
 				return nil
 			})
 		},
