@@ -388,6 +388,12 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 			if !ok {
 				continue
 			}
+			if len(r.Hunks) > 0 && !slices.Contains(r.Hunks, c.Hunks[j].ID) && c.Hunks[j].Status != s {
+				// Not written by this write and decided since (a pending
+				// hunk rejected after another hunk was applied): the
+				// user's later decision stands.
+				continue
+			}
 			// A hunk this apply wrote is undone, not pending: a later
 			// re-validation must not offer it for review again.
 			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
