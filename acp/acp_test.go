@@ -1048,6 +1048,11 @@ func TestModesAndSlashCommands(t *testing.T) {
 	if got := f.read(t, "main.go"); got != mainGo {
 		t.Errorf("/undo did not restore main.go:\n%s", got)
 	}
+	// An unknown id is named, with where to find the right one.
+	p.prompt(t, sid, "/undo c99")
+	if got := agentText(c.updates()); !strings.Contains(got, "/undo failed: unknown change: c99 (/changes lists them)") {
+		t.Errorf("/undo c99 answered:\n%s", got)
+	}
 	if _, err := p.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: "yolo"}); err == nil || !strings.Contains(err.Error(), `unknown mode \"yolo\"`) {
 		t.Errorf("an unknown mode: %v", err)
 	}

@@ -101,6 +101,12 @@ func (a *agent) command(ctx context.Context, s *session, name, arg string) (sdk.
 			return sdk.StopReasonCancelled, nil
 		}
 		out = fmt.Sprintf("/%s failed: %v", name, err)
+		switch {
+		case errors.Is(err, daemon.ErrUnknownChange):
+			out += " (/changes lists them)"
+		case errors.Is(err, daemon.ErrUnknownDialog):
+			out += " (/dialogs lists them)"
+		}
 	}
 	a.update(s.id, sdk.UpdateAgentMessageText(out))
 	return sdk.StopReasonEndTurn, nil

@@ -388,6 +388,12 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 			if !ok {
 				continue
 			}
+			if len(r.Hunks) > 0 && !slices.Contains(r.Hunks, c.Hunks[j].ID) && c.Hunks[j].Status != s {
+				// Not written by this write and decided since (a pending
+				// hunk rejected after another hunk was applied): the
+				// user's later decision stands.
+				continue
+			}
 			// A hunk this apply wrote is undone, not pending: a later
 			// re-validation must not offer it for review again.
 			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
@@ -438,6 +444,10 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 	} else if rec != nil {
 		recs = []*undoRecord{rec}
 	}
+	// Writes there were, all taken back already.
+	undone := slices.ContainsFunc(e.st.Undo, func(r *undoRecord) bool {
+		return r.State == undoUndone && (changeID == "" || r.ChangeID == changeID)
+	})
 	c, known := e.changes[changeID]
 	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
 	var path string
@@ -454,8 +464,12 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 		// The fronts say what can be done instead (reject its hunks, or
 		// the upstream's own session reset or restore).
 		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
+	case changeID != "" && undone:
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: it is undone already", ErrInvalidState, changeID)
 	case changeID != "":
 		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
+	case undone:
+		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already", ErrInvalidState)
 	}
 	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
 }

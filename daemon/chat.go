@@ -65,10 +65,10 @@ func (e *Engine) Chat(ctx context.Context, req ChatRequest, emit func(protocol.E
 		return nil, fmt.Errorf("%w: type a message to send", ErrEmptyMessage)
 	}
 	if n := utf8.RuneCountInString(req.Message); n > e.cfg.MaxMessage {
-		return nil, fmt.Errorf("%w: %d characters, the limit is %d (shorten or split the message, or raise max_message)", ErrMessageTooLong, n, e.cfg.MaxMessage)
+		return nil, fmt.Errorf("%w: %d characters, the limit is %d", ErrMessageTooLong, n, e.cfg.MaxMessage)
 	}
 	if e.client == nil {
-		return nil, fmt.Errorf("%w: set the upstream URL (flag --upstream or SMITH_UPSTREAM)", ErrNoUpstream)
+		return nil, fmt.Errorf("%w: the engine has no upstream URL", ErrNoUpstream)
 	}
 	t, err := e.reserveTurn(ctx, p)
 	if err != nil {
@@ -109,7 +109,7 @@ func (e *Engine) reserveTurn(ctx context.Context, p *Peer) (*turn, error) {
 		return nil, fmt.Errorf("%w: this client was detached", ErrClosed)
 	}
 	if p != nil && len(p.turns) >= e.cfg.MaxTurns {
-		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d (wait for one to end or cancel it)", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
+		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
 	}
 	id := fmt.Sprintf("t%d", e.st.NextTurn)
 	e.st.NextTurn++

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,6 +38,9 @@ reject take all its hunks or those given with --hunks.`,
   smith changes reject c3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all := changeStatuses(); filter.Status != "" && !slices.Contains(all, filter.Status) {
+				return usageErrorf("unknown status %q (use %s or %s)", filter.Status, strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
+			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				cs, err := b.Changes(ctx, filter)
 				if err != nil {
@@ -49,6 +53,10 @@ reject take all its hunks or those given with --hunks.`,
 					return printJSON(s, cs)
 				}
 				if len(cs) == 0 {
+					if by := filterFlags(filter); by != "" {
+						fmt.Fprintf(s.Err, "no change matches %s (smith changes lists them all)\n", by)
+						return nil
+					}
 					fmt.Fprintln(s.Err, "no changes recorded in this workspace")
 					return nil
 				}
@@ -67,6 +75,25 @@ reject take all its hunks or those given with --hunks.`,
 	cmd.Flags().StringVarP(&filter.DialogID, "dialog", "d", "", "only changes of this dialog")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// changeStatuses are the statuses smith changes --status takes, in the
+// order a change's life goes through them.
+func changeStatuses() []string {
+	return []string{daemon.StatusPending, daemon.StatusApplied, daemon.StatusAppliedUpstream,
+		daemon.StatusRejected, daemon.StatusConflict, daemon.StatusStale, daemon.StatusUndone}
+}
+
+// filterFlags says a listing's filter as the flags that set it.
+func filterFlags(f daemon.ChangeFilter) string {
+	var by []string
+	if f.Status != "" {
+		by = append(by, "--status "+f.Status)
+	}
+	if f.DialogID != "" {
+		by = append(by, "-d "+f.DialogID)
+	}
+	return strings.Join(by, " ")
 }
 
 func hunkSummary(hs []daemon.Hunk) string {
@@ -112,7 +139,7 @@ changes reject, smith session reset or restore).`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(s.Err, "undid %s: %s restored\n", c.ID, c.Path)
+				fmt.Fprintf(s.Err, "undid %s: %s restored; %s is now %s\n", c.ID, c.Path, c.ID, c.Status)
 				return nil
 			})
 		},

@@ -374,6 +374,12 @@ func advice(err error) string {
 		return "smith dialogs lists them"
 	case errors.Is(err, daemon.ErrDialogBusy):
 		return "wait for it to end, cancel it, or use another dialog with -d"
+	case errors.Is(err, daemon.ErrMessageTooLong):
+		return "shorten or split the message, or raise max_message"
+	case errors.Is(err, daemon.ErrTooManyTurns):
+		return "wait for one to end or cancel it"
+	case errors.Is(err, daemon.ErrNoUpstream):
+		return "set the upstream URL: --upstream, SMITH_UPSTREAM or upstream in .smith.toml"
 	}
 	return ""
 }

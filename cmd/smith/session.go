@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -101,6 +102,9 @@ func runSession(ctx context.Context, s *IOStreams, b backend, o *sessionOptions,
 			res, err = b.Reset(ctx, dialog)
 		} else {
 			res, err = b.Restore(ctx, dialog, args[0])
+			if errors.Is(err, protocol.ErrNotFound) {
+				err = fmt.Errorf("%w (smith session checkpoints lists the ones %s has)", err, name)
+			}
 		}
 	}
 	if err != nil {
