@@ -31,8 +31,12 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 						return err
 					}
 					id = st.CurrentDialog
+					if id == "" && !st.Reachable {
+						// The upstream would know it: say why it cannot be asked.
+						return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no current dialog to show: the upstream %s cannot be asked for one: %s", st.Upstream, st.Error)}
+					}
 					if id == "" {
-						return fmt.Errorf("no current dialog: pass -d ID (see 'smith dialogs')")
+						return fmt.Errorf("no current dialog yet: send a message with smith chat, or pass -d ID (smith dialogs lists them)")
 					}
 				}
 				page, err := b.History(ctx, id, limit, before)
