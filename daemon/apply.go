@@ -170,7 +170,7 @@ type applyStep struct {
 // user sees. Nothing is written. A file changed since the plan re-validates
 // the change and is ErrConflict.
 func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
-	c, snap, err := e.recordSnapshot(changeID)
+	c, snap, err := e.cs.recordSnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +241,8 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*Change, error) {
 	p := e.peerOf(ctx)
 	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
+	e.cs.writeMu.Lock()
+	defer e.cs.writeMu.Unlock()
 	st, err := e.prepareApply(p, changeID, hunks)
 	if err != nil {
 		return nil, err
@@ -261,8 +261,8 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change, error) {
 	p := e.peerOf(ctx)
 	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
+	e.cs.writeMu.Lock()
+	defer e.cs.writeMu.Unlock()
 	if len(changeIDs) == 0 {
 		return nil, errors.New("no change to apply")
 	}
@@ -286,7 +286,7 @@ func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change
 
 // commitApply journals, writes and records a planned apply.
 func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep) ([]Change, error) {
-	group := e.newUndoGroup()
+	group := e.cs.newUndoGroup()
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
@@ -303,7 +303,7 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 		e.failUndo(steps)
 		return nil, err
 	}
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	for _, st := range steps {
 		c := st.c
 		for i := range c.Hunks {
@@ -318,8 +318,8 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 			r.State, r.Via = undoDone, st.ws[i].via
 		}
 	}
-	err := e.saveLocked()
-	e.mu.Unlock()
+	err := e.cs.saveLocked()
+	e.cs.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
@@ -348,8 +348,8 @@ func (e *Engine) failUndo(steps []*applyStep) {
 func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	p := e.peerOf(ctx)
 	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
+	e.cs.writeMu.Lock()
+	defer e.cs.writeMu.Unlock()
 	recs, err := e.undoTargets(changeID)
 	if err != nil {
 		return nil, err
@@ -379,9 +379,9 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	for i, r := range recs {
-		c := e.changes[r.ChangeID]
+		c := e.cs.byID[r.ChangeID]
 		r.State = undoUndone
 		for j := range c.Hunks {
 			s, ok := r.Prev[c.Hunks[j].ID]
@@ -410,8 +410,8 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 		}
 		c.Reason = ""
 	}
-	err = e.saveLocked()
-	e.mu.Unlock()
+	err = e.cs.saveLocked()
+	e.cs.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
@@ -424,9 +424,9 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 
 // undoTargets picks the journal records an Undo takes back.
 func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	var rec *undoRecord
-	for _, r := range slices.Backward(e.st.Undo) {
+	for _, r := range slices.Backward(e.cs.st.Undo) {
 		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
 			rec = r
 			break
@@ -436,7 +436,7 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 	// back, Undo(id) the change's writes in it (both files of a rename).
 	var recs []*undoRecord
 	if rec != nil && rec.Group != 0 {
-		for _, r := range e.st.Undo {
+		for _, r := range e.cs.st.Undo {
 			if r.Group == rec.Group && r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
 				recs = append(recs, r)
 			}
@@ -445,16 +445,16 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 		recs = []*undoRecord{rec}
 	}
 	// Writes there were, all taken back already.
-	undone := slices.ContainsFunc(e.st.Undo, func(r *undoRecord) bool {
+	undone := slices.ContainsFunc(e.cs.st.Undo, func(r *undoRecord) bool {
 		return r.State == undoUndone && (changeID == "" || r.ChangeID == changeID)
 	})
-	c, known := e.changes[changeID]
+	c, known := e.cs.byID[changeID]
 	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
 	var path string
 	if known {
 		path = c.Path
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	switch {
 	case len(recs) > 0:
 		return recs, nil
@@ -472,15 +472,6 @@ func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
 		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already", ErrInvalidState)
 	}
 	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
-}
-
-// newUndoGroup numbers the writes of one apply.
-func (e *Engine) newUndoGroup() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	g := e.st.NextUndo
-	e.st.NextUndo++
-	return g
 }
 
 // ApplyPatch records changes that did not come from a turn (the files of

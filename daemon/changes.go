@@ -27,10 +27,7 @@ import (
 // recordChange turns one change event into a change record. It returns a
 // violation message when the change targets a path outside the workspace.
 func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change) (*changeRecord, string) {
-	e.mu.Lock()
-	id := fmt.Sprintf("c%d", e.st.NextChange)
-	e.st.NextChange++
-	e.mu.Unlock()
+	id := e.cs.nextID()
 
 	c := &changeRecord{
 		Change: Change{ID: id, DialogID: dialog, TurnID: turnID, Path: src.Path, Kind: src.Kind, Hunks: []Hunk{}},
@@ -84,12 +81,7 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		e.plan(c, text, exists)
 	}
 
-	e.mu.Lock()
-	e.changes[c.ID] = c
-	e.st.Changes = append(e.st.Changes, c)
-	err = e.saveLocked()
-	e.mu.Unlock()
-	if err != nil {
+	if err := e.cs.add(c); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	return c, violation
@@ -307,14 +299,14 @@ func (e *Engine) verifyUpstream(c *changeRecord) {
 // view returns a copy of change id for the fronts, or nil, its hunks
 // placed in the text the user sees now (present).
 func (e *Engine) view(id string) *Change {
-	e.mu.Lock()
-	c, ok := e.changes[id]
+	e.cs.mu.Lock()
+	c, ok := e.cs.byID[id]
 	if !ok {
-		e.mu.Unlock()
+		e.cs.mu.Unlock()
 		return nil
 	}
 	snap := c.snapshot()
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	v := snap.Change
 	v.Hunks = slices.Clone(snap.Hunks)
 	e.present(nil, &snap, &v)
@@ -325,11 +317,11 @@ func (e *Engine) view(id string) *Change {
 // change whose file no longer holds it (reset, edited) is listed stale,
 // whatever was recorded (present). The status filter applies to that.
 func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	if f.DialogID != "" {
 		// A prefix of a dialog id the changes were recorded under.
 		var ids []string
-		for _, c := range e.st.Changes {
+		for _, c := range e.cs.st.Changes {
 			if !slices.Contains(ids, c.DialogID) {
 				ids = append(ids, c.DialogID)
 			}
@@ -337,18 +329,18 @@ func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 		if id, err := matchDialogID(f.DialogID, ids); err == nil {
 			f.DialogID = id
 		} else if errors.Is(err, ErrAmbiguousDialog) {
-			e.mu.Unlock()
+			e.cs.mu.Unlock()
 			return nil, err
 		}
 	}
 	var snaps []changeRecord
-	for _, c := range e.st.Changes {
+	for _, c := range e.cs.st.Changes {
 		maybe := f.Status == "" || c.Status == f.Status || (f.Status == StatusStale && written(c.Status))
 		if (f.DialogID == "" || c.DialogID == f.DialogID) && maybe && (f.TurnID == "" || c.TurnID == f.TurnID) {
 			snaps = append(snaps, c.snapshot())
 		}
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	out := make([]Change, 0, len(snaps))
 	for i := range snaps {
 		v := snaps[i].Change
@@ -375,7 +367,7 @@ func (e *Engine) Change(id string) (*Change, error) {
 // written ones when empty) as they were written: Original is the text with
 // them taken back, Result the text now. The diff is forward either way.
 func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (*Preview, error) {
-	c, err := e.record(changeID)
+	c, err := e.cs.record(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -383,9 +375,9 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	snap := c.snapshot()
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	if snap.Abs == "" {
 		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to preview", ErrInvalidState, changeID, snap.Reason)
 	}
@@ -432,33 +424,6 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	}, nil
 }
 
-// record returns the change record id.
-func (e *Engine) record(id string) (*changeRecord, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.recordLocked(id)
-}
-
-// recordSnapshot returns change id's record and a copy of it (snapshot),
-// both taken in one hold of e.mu.
-func (e *Engine) recordSnapshot(id string) (*changeRecord, changeRecord, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c, err := e.recordLocked(id)
-	if err != nil {
-		return nil, changeRecord{}, err
-	}
-	return c, c.snapshot(), nil
-}
-
-func (e *Engine) recordLocked(id string) (*changeRecord, error) {
-	c, ok := e.changes[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
-	}
-	return c, nil
-}
-
 // selectHunks validates requested hunk ids of c (all hunks in one of the
 // given statuses when none are requested). A requested hunk in another
 // status is an error naming it.
@@ -486,14 +451,4 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 		}
 	}
 	return requested, nil
-}
-
-// saveLocked writes the state file. Called with e.mu held. Every change
-// of the set of open changes is saved, so this is also where the watcher
-// learns that the directories it should watch may have moved.
-func (e *Engine) saveLocked() error {
-	if e.watch != nil {
-		e.watch.changesMoved()
-	}
-	return e.store.save(e.st)
 }

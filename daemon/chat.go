@@ -111,8 +111,9 @@ func (e *Engine) reserveTurn(ctx context.Context, p *Peer) (*turn, error) {
 	if p != nil && len(p.turns) >= e.cfg.MaxTurns {
 		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
 	}
-	id := fmt.Sprintf("t%d", e.st.NextTurn)
-	e.st.NextTurn++
+	// The registry's lock is taken under e.mu here and nowhere else the
+	// other way round; nextTurnID takes nothing further.
+	id := e.dr.nextTurnID()
 	tctx, cancel := context.WithCancel(ctx)
 	// Close cancels every turn: tie the turn to the engine's life as well.
 	stop := context.AfterFunc(e.ctx, cancel)
@@ -131,12 +132,9 @@ func (e *Engine) endTurn(t *turn) {
 	if t.peer != nil {
 		delete(t.peer.turns, t.id)
 	}
-	if t.lock != "" && e.busy[t.lock] == t.id {
-		delete(e.busy, t.lock)
-	}
 	e.running--
-	err := e.saveLocked() // NextTurn and any changes recorded
 	e.mu.Unlock()
+	err := e.dr.unlockTurn(t) // and saves NextTurn and the dialog's messages
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
@@ -148,16 +146,16 @@ func (e *Engine) endTurn(t *turn) {
 // An empty dialog (to be learnt from the stream) is locked under a key of
 // the turn's own until the stream names it.
 func (e *Engine) lockDialog(t *turn, dialog string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
 	key := dialog
 	if key == "" {
 		key = "turn:" + t.id
 	}
-	if other, ok := e.busy[key]; ok {
+	if other, ok := e.dr.busy[key]; ok {
 		return fmt.Errorf("%w: dialog %s is running turn %s", ErrDialogBusy, dialog, other)
 	}
-	e.busy[key] = t.id
+	e.dr.busy[key] = t.id
 	t.lock, t.dialog = key, dialog
 	return nil
 }
@@ -166,18 +164,18 @@ func (e *Engine) lockDialog(t *turn, dialog string) error {
 // the stream named. When that dialog is busy with another turn the turn
 // keeps its own key (the upstream accepted both) and the clash is logged.
 func (e *Engine) learnDialog(t *turn, dialog string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
 	t.dialog = dialog
-	if other, ok := e.busy[dialog]; ok && other != t.id {
+	if other, ok := e.dr.busy[dialog]; ok && other != t.id {
 		e.log.Warn("upstream ran two turns in one dialog", "dialog", dialog, "turn", t.id, "other", other)
 		return
 	}
-	delete(e.busy, t.lock)
-	e.busy[dialog] = t.id
+	delete(e.dr.busy, t.lock)
+	e.dr.busy[dialog] = t.id
 	t.lock = dialog
-	if e.st.CurrentDialog == "" {
-		e.st.CurrentDialog = dialog
+	if e.dr.st.CurrentDialog == "" {
+		e.dr.st.CurrentDialog = dialog
 	}
 }
 
@@ -320,9 +318,9 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 	}
 	view := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: view})
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	upstream := c.Status == StatusAppliedUpstream
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	if upstream {
 		e.notifyAll(Notification{Kind: NoteFileChanged, Path: c.Abs})
 	}

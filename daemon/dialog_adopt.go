@@ -11,34 +11,46 @@ package daemon
 // upstream's name, when the dialog learnt a server id before (its id is
 // then the one users know) or another local dialog already bears it.
 func (e *Engine) adoptServerID(t *turn, serverID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.localDialog(t.dialog)
-	if d == nil || serverID == "" || serverID == d.ID {
+	old, ok := e.adoptInRegistry(t, serverID)
+	if !ok {
 		return false
 	}
-	if d.UpstreamID != "" || e.localDialog(serverID) != nil {
-		d.UpstreamID = serverID
-		return false
-	}
-	old := d.ID
-	d.ID, d.UpstreamID = serverID, serverID
-	if e.st.CurrentDialog == old {
-		e.st.CurrentDialog = serverID
-	}
-	if t.lock == old && e.busy[old] == t.id {
-		delete(e.busy, old)
-		e.busy[serverID] = t.id
-		t.lock = serverID
-	}
-	for _, c := range e.changes {
-		if c.DialogID == old {
-			c.DialogID = serverID
-		}
-	}
-	t.dialog = serverID
-	if err := e.saveLocked(); err != nil {
+	// The registry's lock is released: the change store's is never taken
+	// under it (lock order, change_store.go). A listing in between sees the
+	// turn's changes under the old id for that moment.
+	if err := e.cs.renameDialog(old, serverID); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	return true
+}
+
+// adoptInRegistry renames t's local dialog to serverID in the registry
+// (dialog, current dialog, single-flight lock, the turn) and saves. It
+// returns the old id, and false when the dialog keeps its id.
+func (e *Engine) adoptInRegistry(t *turn, serverID string) (string, bool) {
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	d := e.dr.localDialog(t.dialog)
+	if d == nil || serverID == "" || serverID == d.ID {
+		return "", false
+	}
+	if d.UpstreamID != "" || e.dr.localDialog(serverID) != nil {
+		d.UpstreamID = serverID
+		return "", false
+	}
+	old := d.ID
+	d.ID, d.UpstreamID = serverID, serverID
+	if e.dr.st.CurrentDialog == old {
+		e.dr.st.CurrentDialog = serverID
+	}
+	if t.lock == old && e.dr.busy[old] == t.id {
+		delete(e.dr.busy, old)
+		e.dr.busy[serverID] = t.id
+		t.lock = serverID
+	}
+	t.dialog = serverID
+	if err := e.dr.saveLocked(); err != nil {
+		e.log.Error("save state", "err", err)
+	}
+	return old, true
 }

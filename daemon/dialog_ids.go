@@ -40,11 +40,11 @@ func (e *Engine) resolveDialog(ctx context.Context, id string) (string, error) {
 		}
 		ids = all
 	} else {
-		e.mu.Lock()
-		for _, d := range e.st.Dialogs {
+		e.dr.mu.Lock()
+		for _, d := range e.dr.st.Dialogs {
 			ids = append(ids, d.ID)
 		}
-		e.mu.Unlock()
+		e.dr.mu.Unlock()
 	}
 	return matchDialogID(id, ids)
 }

@@ -49,18 +49,18 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 		// same way. Do not invent a local dialog for a server that may have
 		// its own: learn the id from the stream, if any.
 		if requested == "" {
-			e.mu.Lock()
-			requested = e.st.CurrentDialog
-			e.mu.Unlock()
+			e.dr.mu.Lock()
+			requested = e.dr.st.CurrentDialog
+			e.dr.mu.Unlock()
 		}
 		return requested, nil
 	case modeUpstream:
 		if requested != "" {
 			return e.resolveDialog(ctx, requested)
 		}
-		e.mu.Lock()
-		cur := e.st.CurrentDialog
-		e.mu.Unlock()
+		e.dr.mu.Lock()
+		cur := e.dr.st.CurrentDialog
+		e.dr.mu.Unlock()
 		if cur != "" {
 			return cur, nil
 		}
@@ -75,41 +75,17 @@ func (e *Engine) turnDialog(ctx context.Context, requested string) (string, erro
 	if requested != "" {
 		return e.resolveDialog(ctx, requested)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if cur := e.st.CurrentDialog; cur != "" && e.localDialog(cur) != nil {
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	if cur := e.dr.st.CurrentDialog; cur != "" && e.dr.localDialog(cur) != nil {
 		return cur, nil
 	}
-	d := e.newLocalDialog("")
+	d := e.dr.newLocalDialog("")
 	return d.ID, nil
 }
 
-// localDialog returns the local dialog id, or nil. Called with e.mu held.
-func (e *Engine) localDialog(id string) *localDialog {
-	for _, d := range e.st.Dialogs {
-		if d.ID == id {
-			return d
-		}
-	}
-	return nil
-}
-
-// newLocalDialog creates a local dialog and makes it current. Called with
-// e.mu held.
-func (e *Engine) newLocalDialog(title string) *localDialog {
-	t := now()
-	d := &localDialog{Dialog: Dialog{ID: newDialogID(), Title: title, CreatedAt: t, UpdatedAt: t}, Messages: []protocol.HistoryMessage{}}
-	e.st.Dialogs = append(e.st.Dialogs, d)
-	e.st.CurrentDialog = d.ID
-	return d
-}
-
 func (e *Engine) setCurrent(id string) {
-	e.mu.Lock()
-	e.st.CurrentDialog = id
-	err := e.saveLocked()
-	e.mu.Unlock()
-	if err != nil {
+	if err := e.dr.setCurrent(id); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 }
@@ -118,9 +94,9 @@ func (e *Engine) setCurrent(id string) {
 // earlier messages and the upstream's id of the conversation. ok is false
 // when id is not a local dialog.
 func (e *Engine) localTurn(id string) (history []protocol.HistoryMessage, upstreamID string, ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.localDialog(id)
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	d := e.dr.localDialog(id)
 	if d == nil {
 		return nil, "", false
 	}
@@ -129,18 +105,18 @@ func (e *Engine) localTurn(id string) (history []protocol.HistoryMessage, upstre
 
 // learnUpstreamID remembers the upstream's id of local dialog id.
 func (e *Engine) learnUpstreamID(id, upstreamID string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if d := e.localDialog(id); d != nil && upstreamID != "" && upstreamID != id {
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	if d := e.dr.localDialog(id); d != nil && upstreamID != "" && upstreamID != id {
 		d.UpstreamID = upstreamID
 	}
 }
 
 // recordLocalTurn appends a finished turn to a local dialog.
 func (e *Engine) recordLocalTurn(id, message, answer string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.localDialog(id)
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	d := e.dr.localDialog(id)
 	if d == nil {
 		return
 	}
@@ -189,19 +165,19 @@ func (e *Engine) Dialogs(ctx context.Context) (_ []Dialog, err error) {
 			return nil, err
 		}
 	} else {
-		e.mu.Lock()
-		for _, d := range e.st.Dialogs {
+		e.dr.mu.Lock()
+		for _, d := range e.dr.st.Dialogs {
 			ds = append(ds, d.Dialog)
 		}
-		e.mu.Unlock()
+		e.dr.mu.Unlock()
 		slices.SortStableFunc(ds, func(a, b Dialog) int { return -compareStrings(a.UpdatedAt, b.UpdatedAt) })
 	}
-	e.mu.Lock()
+	e.dr.mu.Lock()
 	for i := range ds {
-		ds[i].Current = ds[i].ID == e.st.CurrentDialog
-		_, ds[i].Busy = e.busy[ds[i].ID]
+		ds[i].Current = ds[i].ID == e.dr.st.CurrentDialog
+		_, ds[i].Busy = e.dr.busy[ds[i].ID]
 	}
-	e.mu.Unlock()
+	e.dr.mu.Unlock()
 	return ds, nil
 }
 
@@ -227,10 +203,10 @@ func (e *Engine) NewDialog(ctx context.Context, title string) (_ Dialog, err err
 		d.Current = true
 		return d, nil
 	}
-	e.mu.Lock()
-	d := e.newLocalDialog(title)
-	err = e.saveLocked()
-	e.mu.Unlock()
+	e.dr.mu.Lock()
+	d := e.dr.newLocalDialog(title)
+	err = e.dr.saveLocked()
+	e.dr.mu.Unlock()
 	out := d.Dialog
 	out.Current = true
 	return out, err
@@ -249,13 +225,13 @@ func (e *Engine) SelectDialog(ctx context.Context, id string) (err error) {
 		e.setCurrent(id)
 		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.localDialog(id) == nil {
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	if e.dr.localDialog(id) == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
 	}
-	e.st.CurrentDialog = id
-	return e.saveLocked()
+	e.dr.st.CurrentDialog = id
+	return e.dr.saveLocked()
 }
 
 // RenameDialog sets a dialog's title.
@@ -269,14 +245,14 @@ func (e *Engine) RenameDialog(ctx context.Context, id, title string) (err error)
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamRenameDialog(ctx, id, title)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	d := e.localDialog(id)
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	d := e.dr.localDialog(id)
 	if d == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
 	}
 	d.Title, d.UpdatedAt = title, now()
-	return e.saveLocked()
+	return e.dr.saveLocked()
 }
 
 // DeleteDialog deletes a dialog (refused with ErrDialogBusy while a turn
@@ -287,9 +263,9 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) (err error) {
 	if id, err = e.resolveDialog(ctx, id); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	_, busy := e.busy[id]
-	e.mu.Unlock()
+	e.dr.mu.Lock()
+	_, busy := e.dr.busy[id]
+	e.dr.mu.Unlock()
 	if busy {
 		return fmt.Errorf("%w: cannot delete dialog %s while a turn runs in it (cancel the turn first)", ErrDialogBusy, id)
 	}
@@ -297,25 +273,25 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) (err error) {
 		if err := e.upstreamDeleteDialog(ctx, id); err != nil {
 			return err
 		}
-		e.mu.Lock()
-		if e.st.CurrentDialog == id {
-			e.st.CurrentDialog = ""
+		e.dr.mu.Lock()
+		if e.dr.st.CurrentDialog == id {
+			e.dr.st.CurrentDialog = ""
 		}
-		err := e.saveLocked()
-		e.mu.Unlock()
+		err := e.dr.saveLocked()
+		e.dr.mu.Unlock()
 		return err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	i := slices.IndexFunc(e.st.Dialogs, func(d *localDialog) bool { return d.ID == id })
+	e.dr.mu.Lock()
+	defer e.dr.mu.Unlock()
+	i := slices.IndexFunc(e.dr.st.Dialogs, func(d *localDialog) bool { return d.ID == id })
 	if i < 0 {
 		return fmt.Errorf("%w: %s", ErrUnknownDialog, id)
 	}
-	e.st.Dialogs = slices.Delete(e.st.Dialogs, i, i+1)
-	if e.st.CurrentDialog == id {
-		e.st.CurrentDialog = ""
+	e.dr.st.Dialogs = slices.Delete(e.dr.st.Dialogs, i, i+1)
+	if e.dr.st.CurrentDialog == id {
+		e.dr.st.CurrentDialog = ""
 	}
-	return e.saveLocked()
+	return e.dr.saveLocked()
 }
 
 // History returns a page of a dialog's history, newest last. before < 0
@@ -332,13 +308,13 @@ func (e *Engine) History(ctx context.Context, id string, limit, before int) (_ *
 	if e.dialogMode(ctx) != modeLocal {
 		return e.upstreamHistory(ctx, id, limit, before)
 	}
-	e.mu.Lock()
-	d := e.localDialog(id)
+	e.dr.mu.Lock()
+	d := e.dr.localDialog(id)
 	var msgs []protocol.HistoryMessage
 	if d != nil {
 		msgs = slices.Clone(d.Messages)
 	}
-	e.mu.Unlock()
+	e.dr.mu.Unlock()
 	if d == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownDialog, id)
 	}

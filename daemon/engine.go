@@ -14,12 +14,14 @@ import (
 	"github.com/smith-dev/smith/protocol"
 )
 
-// This file holds the Engine, the Peers (the fronts attached to it) and
-// their lifetime. Turns are in chat.go; changes in changes.go (records,
-// listing, preview), plan.go (planning with diffapply), hunks.go (where
-// hunks are now), apply.go (apply and undo, the batch write) and
-// reject_journal.go (reject, the undo journal, recovery); dialogs in
-// dialogs.go and session.go.
+// This file holds the Engine, the coordinator of turns, with the Peers
+// (the fronts attached to it) and their lifetime. Its two parts have files
+// of their own: the change store (change_store.go: the records and the
+// undo journal, with their lock; the Engine's change calls in changes.go,
+// plan.go, hunks.go, apply.go, reject_journal.go and watcher.go work on
+// it) and the dialog registry (dialog_registry.go; the Engine's dialog
+// calls in dialogs.go, dialog_ids.go, dialog_adopt.go and session.go).
+// Turns are in chat.go. The lock order is in change_store.go.
 
 // Defaults for Config.
 const (
@@ -53,24 +55,19 @@ type Engine struct {
 	watch  *watcher       // nil with NoWatch
 	unlock func() error   // releases the state folder's lock
 
-	// mu guards everything below and the on-disk state; it is never held
-	// while waiting on the network or on an Editor.
-	mu        sync.Mutex
-	st        *persisted
-	changes   map[string]*changeRecord
-	busy      map[string]string // dialog id -> turn id holding its single-flight lock
-	peers     map[*Peer]struct{}
-	running   int
-	dialogAPI *bool          // nil: not probed yet
-	outbox    []Notification // queued under applyMu, sent by flush
-	detected  string         // dialect (and version) of the last stream
-	closed    bool
-	local     *Peer // the engine's own front (no editor): calls without WithPeer
+	cs *changeStore    // changes and the undo journal, with their own lock
+	dr *dialogRegistry // dialogs and their single-flight locks, with their own lock
 
-	// applyMu serialises writes to workspace files (apply, reject, undo) so
-	// that "check the file, then write it" is not interleaved with another
-	// write of smith's.
-	applyMu sync.Mutex
+	// mu guards the coordinator's own state below (and each Peer's turns);
+	// it is never held while waiting on the network or on an Editor, and
+	// the change store's lock is never taken under it (change_store.go).
+	mu       sync.Mutex
+	peers    map[*Peer]struct{}
+	running  int
+	outbox   []Notification // queued under the change store's writeMu, sent by flush
+	detected string         // dialect (and version) of the last stream
+	closed   bool
+	local    *Peer // the engine's own front (no editor): calls without WithPeer
 }
 
 // New opens (or creates) the workspace's state (journal, dialog index),
@@ -107,13 +104,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:     cfg,
-		ws:      ws,
-		store:   store{dir: dir},
-		log:     log.With("workspace", ws.root),
-		changes: map[string]*changeRecord{},
-		busy:    map[string]string{},
-		peers:   map[*Peer]struct{}{},
+		cfg:   cfg,
+		ws:    ws,
+		store: store{dir: dir},
+		log:   log.With("workspace", ws.root),
+		peers: map[*Peer]struct{}{},
 	}
 	if e.unlock, err = lockState(dir); err != nil {
 		return nil, err
@@ -124,14 +119,18 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.unlock()
 		}
 	}()
-	if e.st, err = e.store.load(ws); errors.Is(err, errNullState) {
+	st, err := e.store.load(ws)
+	if errors.Is(err, errNullState) {
 		e.log.Warn("the state file held null: starting with no changes, dialogs or undo history", "file", e.store.statePath())
 	} else if err != nil {
 		return nil, err
 	}
-	for _, c := range e.st.Changes {
-		e.changes[c.ID] = c
+	file, err := newStateFile(e.store, st)
+	if err != nil {
+		return nil, err
 	}
+	e.cs = newChangeStore(st.changesState, file)
+	e.dr = newDialogRegistry(st.dialogsState, file)
 	// A multi-file write cut short by a crash is rolled back first, then
 	// the undo journal learns which of its pending writes happened.
 	// A journal that cannot be settled is set aside and reported here,
@@ -156,9 +155,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			e.cancel()
 			return nil, fmt.Errorf("start the file watcher (set NoWatch to run without it): %w", err)
 		}
-		e.mu.Lock() // saveLocked reads it under e.mu, also on the watcher's goroutine
 		e.watch = w
-		e.mu.Unlock()
+		e.cs.setMoved(w.changesMoved)
 	}
 	// Files may have changed while no engine was watching.
 	e.revalidateAll()
@@ -208,7 +206,7 @@ type Peer struct {
 	ed  Editor
 	box *mailbox // delivers ed's notifications; nil without an Editor
 
-	// guarded by e.mu
+	// guarded by e.mu (the Engine's own lock)
 	turns    map[string]context.CancelFunc // turn id -> cancel
 	detached bool
 }

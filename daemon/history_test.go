@@ -98,7 +98,7 @@ func TestLongAnswerStateStaysSmall(t *testing.T) {
 		t.Errorf("state.json is %d bytes after a %d-byte answer, want it bounded (about %d)", st.Size(), len(res.Text), MaxHistoryAnswer)
 	}
 	e.mu.Lock()
-	msgs := e.localDialog(res.DialogID).Messages
+	msgs := e.dr.localDialog(res.DialogID).Messages
 	e.mu.Unlock()
 	if len(msgs) != 2 || msgs[1].Role != "assistant" || !strings.HasPrefix(msgs[1].Content, "000000 lorem") || !strings.HasSuffix(msgs[1].Content, fmt.Sprintf("%06d lorem ipsum dolor sit amet, consectetur adipiscing elit ", n-1)) {
 		t.Errorf("the dialog keeps %d messages; the answer's beginning and end should be kept", len(msgs))

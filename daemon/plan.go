@@ -245,15 +245,15 @@ func (e *Engine) reverseWhole(c *changeRecord, cur []byte) ([]byte, bool, error)
 
 // bytesBefore returns the bytes c's file had before smith first wrote c.
 func (e *Engine) bytesBefore(c *changeRecord) ([]byte, bool, error) {
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	var first *undoRecord
-	for _, r := range e.st.Undo {
+	for _, r := range e.cs.st.Undo {
 		if r.ChangeID == c.ID && r.Action == "apply" && r.State != undoFailed {
 			first = r
 			break
 		}
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	if first == nil {
 		return nil, false, fmt.Errorf("%w: smith does not know %s's content before the upstream wrote it; only the upstream's session reset or restore can take it back", ErrUnsupported, c.Path)
 	}

@@ -82,9 +82,9 @@ func (e *Engine) announce(changeID string, ws ...*fileWrite) *Change {
 func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*Change, error) {
 	p := e.peerOf(ctx)
 	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	c, snap, err := e.recordSnapshot(changeID)
+	e.cs.writeMu.Lock()
+	defer e.cs.writeMu.Unlock()
+	c, snap, err := e.cs.recordSnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +124,11 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 			e.finishUndo(rec, "", undoFailed)
 			return nil, err
 		}
-		e.mu.Lock()
+		e.cs.mu.Lock()
 		c.BaseHash = contentHash(next, nextExists)
-		e.mu.Unlock()
+		e.cs.mu.Unlock()
 	}
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	for i := range c.Hunks {
 		if slices.Contains(ids, c.Hunks[i].ID) {
 			c.Hunks[i].Status = StatusRejected
@@ -138,7 +138,7 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 	if c.Status != StatusConflict {
 		c.Reason = ""
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	if rec != nil {
 		e.finishUndo(rec, w.via, undoDone)
 	} else {
@@ -162,40 +162,40 @@ func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group i
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes after the write (nothing was written): %w", err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.cs.mu.Lock()
+	defer e.cs.mu.Unlock()
 	prev := map[string]string{}
 	for _, h := range c.Hunks {
 		prev[h.ID] = h.Status
 	}
 	r := &undoRecord{
-		Seq: e.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
+		Seq: e.cs.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 		Hunks: hunks,
 	}
-	e.st.NextUndo++
-	e.st.Undo = append(e.st.Undo, r)
-	if err := e.saveLocked(); err != nil {
-		e.st.Undo = e.st.Undo[:len(e.st.Undo)-1]
+	e.cs.st.NextUndo++
+	e.cs.st.Undo = append(e.cs.st.Undo, r)
+	if err := e.cs.saveLocked(); err != nil {
+		e.cs.st.Undo = e.cs.st.Undo[:len(e.cs.st.Undo)-1]
 		return nil, fmt.Errorf("journal the write (nothing was written): %w", err)
 	}
 	return r, nil
 }
 
 func (e *Engine) finishUndo(r *undoRecord, via, state string) {
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	r.State, r.Via = state, via
-	err := e.saveLocked()
-	e.mu.Unlock()
+	err := e.cs.saveLocked()
+	e.cs.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
 }
 
 func (e *Engine) saveLogged() {
-	e.mu.Lock()
-	err := e.saveLocked()
-	e.mu.Unlock()
+	e.cs.mu.Lock()
+	err := e.cs.saveLocked()
+	e.cs.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}
@@ -209,7 +209,7 @@ func (e *Engine) saveLogged() {
 // logged; Undo then refuses.
 func (e *Engine) recover() error {
 	dirty := false
-	for _, r := range e.st.Undo {
+	for _, r := range e.cs.st.Undo {
 		if r.State != undoPending {
 			continue
 		}
@@ -232,7 +232,7 @@ func (e *Engine) recover() error {
 		dirty = true
 	}
 	if dirty {
-		return e.saveLocked()
+		return e.cs.saveLocked()
 	}
 	return nil
 }
@@ -240,7 +240,7 @@ func (e *Engine) recover() error {
 // settle sets the change of a write that recovery found done to what the
 // writer would have set had it not been killed.
 func (e *Engine) settle(r *undoRecord) {
-	c := e.changes[r.ChangeID]
+	c := e.cs.byID[r.ChangeID]
 	if c == nil {
 		return
 	}
@@ -263,7 +263,7 @@ func (e *Engine) settle(r *undoRecord) {
 	c.Reason = ""
 }
 
-// snapshot copies a record so that it can be used without e.mu.
+// snapshot copies a record so that it can be used without e.cs.mu.
 func (c *changeRecord) snapshot() changeRecord {
 	s := *c
 	s.Hunks = slices.Clone(c.Hunks)
@@ -273,7 +273,7 @@ func (c *changeRecord) snapshot() changeRecord {
 // revalidate re-plans a pending change against text and reports whether
 // its status or hunks changed.
 func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
-	c, snap, err := e.recordSnapshot(id)
+	c, snap, err := e.cs.recordSnapshot(id)
 	if err != nil {
 		return false
 	}
@@ -286,10 +286,10 @@ func (e *Engine) revalidate(id string, text []byte, exists bool) bool {
 	before := snap.snapshot()
 	e.plan(&snap, text, exists)
 	changed := before.Status != snap.Status || !slices.Equal(before.Hunks, snap.Hunks)
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	c.Hunks, c.Status, c.Reason, c.BaseHash = snap.Hunks, snap.Status, snap.Reason, snap.BaseHash
-	err = e.saveLocked()
-	e.mu.Unlock()
+	err = e.cs.saveLocked()
+	e.cs.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
 	}

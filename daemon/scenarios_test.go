@@ -367,7 +367,11 @@ func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Undo[len(st.Undo)-1].State = undoPending
-	if err := (store{dir: dir}).save(st); err != nil {
+	file, err := newStateFile(store{dir: dir}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := file.saveChanges(&st.changesState); err != nil {
 		t.Fatal(err)
 	}
 	f.e = f.open()
@@ -838,7 +842,7 @@ func TestLocalDialogsAcrossDialects(t *testing.T) {
 				}
 			}
 			e.mu.Lock()
-			ld := e.localDialog(dialog)
+			ld := e.dr.localDialog(dialog)
 			e.mu.Unlock()
 			if ld == nil || len(ld.Messages) < 3 {
 				t.Fatalf("local dialog %+v", ld)

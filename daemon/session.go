@@ -30,9 +30,9 @@ func (e *Engine) dialogMode(ctx context.Context) int {
 	if d := e.cfg.Dialect; d != protocol.DialectAuto && d != protocol.DialectAgentSmithy {
 		return modeLocal
 	}
-	e.mu.Lock()
-	known := e.dialogAPI
-	e.mu.Unlock()
+	e.dr.mu.Lock()
+	known := e.dr.dialogAPI
+	e.dr.mu.Unlock()
 	if known != nil {
 		if *known {
 			return modeUpstream
@@ -50,9 +50,9 @@ func (e *Engine) dialogMode(ctx context.Context) int {
 		// Unreachable, a 5xx, a cancelled ctx: no answer to remember.
 		return modeUnknown
 	}
-	e.mu.Lock()
-	e.dialogAPI = &yes
-	e.mu.Unlock()
+	e.dr.mu.Lock()
+	e.dr.dialogAPI = &yes
+	e.dr.mu.Unlock()
 	if yes {
 		return modeUpstream
 	}
@@ -100,11 +100,11 @@ func (e *Engine) upstreamDialogs(ctx context.Context) ([]Dialog, error) {
 	for _, m := range l.Dialogs {
 		ds = append(ds, Dialog{ID: m.ID, Title: m.Title, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt})
 	}
-	e.mu.Lock()
-	if e.st.CurrentDialog == "" && l.CurrentDialogID != "" {
-		e.st.CurrentDialog = l.CurrentDialogID
+	e.dr.mu.Lock()
+	if e.dr.st.CurrentDialog == "" && l.CurrentDialogID != "" {
+		e.dr.st.CurrentDialog = l.CurrentDialogID
 	}
-	e.mu.Unlock()
+	e.dr.mu.Unlock()
 	return ds, nil
 }
 
@@ -177,9 +177,9 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 	if id != "" {
 		return e.resolveDialog(ctx, id)
 	}
-	e.mu.Lock()
-	id = e.st.CurrentDialog
-	e.mu.Unlock()
+	e.dr.mu.Lock()
+	id = e.dr.st.CurrentDialog
+	e.dr.mu.Unlock()
 	if id != "" {
 		return id, nil
 	}
@@ -311,22 +311,19 @@ func (e *Engine) filesRewritten(files []string) {
 
 // Status reports the engine's state; it probes the upstream's health.
 func (e *Engine) Status(ctx context.Context) (Status, error) {
+	// One part at a time (lock order, change_store.go).
 	e.mu.Lock()
 	s := Status{
-		Workspace:     e.ws.root,
-		Upstream:      e.cfg.Upstream,
-		Dialect:       string(e.cfg.Dialect),
-		CurrentDialog: e.st.CurrentDialog,
-		RunningTurns:  e.running,
-		Detected:      e.detected,
-		StateDir:      e.store.dir,
-	}
-	for _, c := range e.st.Changes {
-		if c.Status == StatusPending {
-			s.Pending++
-		}
+		Workspace:    e.ws.root,
+		Upstream:     e.cfg.Upstream,
+		Dialect:      string(e.cfg.Dialect),
+		RunningTurns: e.running,
+		Detected:     e.detected,
+		StateDir:     e.store.dir,
 	}
 	e.mu.Unlock()
+	s.CurrentDialog = e.dr.current()
+	s.Pending = e.cs.count(StatusPending)
 	if s.Dialect == "" {
 		s.Dialect = "auto"
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/smith-dev/smith/protocol"
 )
@@ -37,20 +38,113 @@ func stateDirFor(root string, ws workspace) (string, error) {
 	return filepath.Join(root, hex.EncodeToString(sum[:8])), nil
 }
 
-// persisted is the whole of state.json: the change record (with what undo
-// needs) and the local dialog index. It is rewritten atomically (temp file +
-// rename inside the state folder) after every mutation; it is small because
-// file bytes live in content-addressed blobs beside it.
+// persisted is the whole of state.json: the change store's part (the
+// change records and what undo needs) and the dialog registry's (the
+// local dialog index and the turn counter). Each part is encoded under its
+// own lock and the file is written from the latest encoding of both
+// (stateFile), so neither part waits for the other's lock to save. It is
+// small because file bytes live in content-addressed blobs beside it.
 type persisted struct {
-	Version       int             `json:"version"`
-	Workspace     string          `json:"workspace"`
-	NextChange    int             `json:"nextChange"`
-	NextTurn      int             `json:"nextTurn"`
-	NextUndo      int             `json:"nextUndo"`
-	CurrentDialog string          `json:"currentDialog,omitempty"`
-	Dialogs       []*localDialog  `json:"dialogs"` // local dialogs (upstreams without a dialog API)
-	Changes       []*changeRecord `json:"changes"`
-	Undo          []*undoRecord   `json:"undo"`
+	Version   int    `json:"version"`
+	Workspace string `json:"workspace"`
+	changesState
+	dialogsState
+}
+
+// changesState is the change store's part of state.json.
+type changesState struct {
+	NextChange int             `json:"nextChange"`
+	NextUndo   int             `json:"nextUndo"`
+	Changes    []*changeRecord `json:"changes"`
+	Undo       []*undoRecord   `json:"undo"`
+}
+
+// dialogsState is the dialog registry's part of state.json.
+type dialogsState struct {
+	NextTurn      int            `json:"nextTurn"`
+	CurrentDialog string         `json:"currentDialog,omitempty"`
+	Dialogs       []*localDialog `json:"dialogs"` // local dialogs (upstreams without a dialog API)
+}
+
+func newPersisted(ws workspace) *persisted {
+	return &persisted{
+		Version: stateVersion, Workspace: ws.root,
+		changesState: changesState{NextChange: 1, NextUndo: 1},
+		dialogsState: dialogsState{NextTurn: 1},
+	}
+}
+
+// stateFile writes state.json from the parts' latest encodings. Its lock
+// is the innermost of the engine: a part calls write while holding its own
+// lock (so that its saves reach the file in the order it made them), and
+// nothing is locked while holding stateFile.mu.
+type stateFile struct {
+	store store
+
+	mu      sync.Mutex
+	head    []byte // {"version":...,"workspace":...}
+	changes []byte // the change store's last encoded changesState
+	dialogs []byte // the dialog registry's
+}
+
+func newStateFile(s store, p *persisted) (*stateFile, error) {
+	head, err := json.Marshal(struct {
+		Version   int    `json:"version"`
+		Workspace string `json:"workspace"`
+	}{stateVersion, p.Workspace})
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	f := &stateFile{store: s, head: head}
+	if f.changes, err = json.Marshal(&p.changesState); err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	if f.dialogs, err = json.Marshal(&p.dialogsState); err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return f, nil
+}
+
+// saveChanges encodes cs (the caller holds the change store's lock) and
+// rewrites the file.
+func (f *stateFile) saveChanges(cs *changesState) error {
+	b, err := json.Marshal(cs)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = b
+	return f.writeLocked()
+}
+
+// saveDialogs encodes ds (the caller holds the dialog registry's lock) and
+// rewrites the file.
+func (f *stateFile) saveDialogs(ds *dialogsState) error {
+	b, err := json.Marshal(ds)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dialogs = b
+	return f.writeLocked()
+}
+
+// writeLocked joins the three JSON objects' members into one object, the
+// layout persisted reads back. Not indented: the state is rewritten after
+// every mutation, and indenting makes a second copy of it.
+func (f *stateFile) writeLocked() error {
+	b := make([]byte, 0, len(f.head)+len(f.changes)+len(f.dialogs))
+	b = append(b, f.head[:len(f.head)-1]...)
+	for _, part := range [][]byte{f.changes, f.dialogs} {
+		if inner := part[1 : len(part)-1]; len(inner) > 0 {
+			b = append(b, ',')
+			b = append(b, inner...)
+		}
+	}
+	b = append(b, '}')
+	return writeAtomic(f.store.statePath(), b, 0o600)
 }
 
 // changeRecord is a Change plus what the engine needs to re-plan it.
@@ -123,8 +217,10 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// store is the on-disk state of one workspace. It is not safe for
-// concurrent use; the Engine serialises access under its mutex.
+// store is the on-disk state folder of one workspace: where state.json,
+// the blobs and the write journal are. The blob store is content-addressed
+// (a blob is written once, under its hash), so it needs no lock; state.json
+// is written through stateFile.
 type store struct {
 	dir string
 }
@@ -147,7 +243,7 @@ func (s store) load(ws workspace) (*persisted, error) {
 	}
 	b, err := os.ReadFile(s.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return &persisted{Version: stateVersion, Workspace: ws.root, NextChange: 1, NextTurn: 1, NextUndo: 1}, nil
+		return newPersisted(ws), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
@@ -159,22 +255,12 @@ func (s store) load(ws workspace) (*persisted, error) {
 	if p == nil {
 		// "null" (or an empty object written by hand): nothing to keep,
 		// but not silently: the caller warns (errNullState).
-		return &persisted{Version: stateVersion, Workspace: ws.root, NextChange: 1, NextTurn: 1, NextUndo: 1}, errNullState
+		return newPersisted(ws), errNullState
 	}
 	if p.Version > stateVersion {
 		return nil, fmt.Errorf("%w: %s has version %d; this smith understands %d (a newer smith wrote it)", ErrStateCorrupt, s.statePath(), p.Version, stateVersion)
 	}
 	return p, nil
-}
-
-func (s store) save(p *persisted) error {
-	// Not indented: the state is rewritten after every mutation, and
-	// indenting makes a second copy of it.
-	b, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
-	}
-	return writeAtomic(s.statePath(), b, 0o600)
 }
 
 // putBlob stores b under its hash (idempotent) and returns the reference.

@@ -91,9 +91,9 @@ func (w *watcher) changesMoved() {
 // ancestor of it that exists, within the workspace.
 func (w *watcher) wanted() map[string]bool {
 	e := w.e
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	var files []string
-	for _, c := range e.st.Changes {
+	for _, c := range e.cs.st.Changes {
 		if !revalidatable(c.Status) || c.Abs == "" {
 			continue
 		}
@@ -102,7 +102,7 @@ func (w *watcher) wanted() map[string]bool {
 			files = append(files, c.OldAbs)
 		}
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	dirs := map[string]bool{}
 	for _, f := range files {
 		if d, ok := w.watchDir(f); ok {
@@ -270,9 +270,9 @@ func (e *Engine) revalidatePaths(paths []string) {
 	if len(paths) == 0 {
 		return
 	}
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	var ids []string
-	for _, c := range e.st.Changes {
+	for _, c := range e.cs.st.Changes {
 		if !revalidatable(c.Status) || c.Abs == "" {
 			continue
 		}
@@ -280,20 +280,20 @@ func (e *Engine) revalidatePaths(paths []string) {
 			ids = append(ids, c.ID)
 		}
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	e.revalidateIDs(ids)
 }
 
 // revalidateAll re-validates every open change.
 func (e *Engine) revalidateAll() {
-	e.mu.Lock()
+	e.cs.mu.Lock()
 	var ids []string
-	for _, c := range e.st.Changes {
+	for _, c := range e.cs.st.Changes {
 		if revalidatable(c.Status) && c.Abs != "" {
 			ids = append(ids, c.ID)
 		}
 	}
-	e.mu.Unlock()
+	e.cs.mu.Unlock()
 	e.revalidateIDs(ids)
 }
 
@@ -315,10 +315,10 @@ func (e *Engine) Revalidate(path string) {
 
 func (e *Engine) revalidateIDs(ids []string) {
 	defer e.flush()
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
+	e.cs.writeMu.Lock()
+	defer e.cs.writeMu.Unlock()
 	for _, id := range ids {
-		c, err := e.record(id)
+		c, err := e.cs.record(id)
 		if err != nil {
 			continue
 		}

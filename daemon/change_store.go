@@ -1,0 +1,165 @@
+package daemon
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Lock order. The engine has three parts, each with its own lock, plus a
+// few locks taken around or under them. A lock may be taken while holding
+// the ones above it in this list, never one above while holding one below:
+//
+//	changeStore.writeMu   one write of smith's to the workspace at a time
+//	                      (apply, reject, undo, re-validation); taken first
+//	Engine.mu             the coordinator: Peers, running turns, outbox, closed
+//	dialogRegistry.mu     local dialogs, current dialog, single-flight locks,
+//	                      turn ids (under Engine.mu only in reserveTurn, for
+//	                      the turn id)
+//	changeStore.mu        change records, the undo journal, their counters
+//	stateFile.mu, watcher.mu, a Peer's mailbox lock
+//	                      leaves: a part saving state.json, the change store
+//	                      telling the watcher, Engine.mu queuing a notification
+//
+// changeStore.mu is never held with Engine.mu or dialogRegistry.mu: code
+// that needs the changes and another part (a dialog taking the server's id
+// renames the dialog of its changes; Status counts pending changes) takes
+// one, lets it go, then takes the other. No lock but writeMu is held while
+// waiting on the network or on an Editor.
+
+// changeStore holds every change smith recorded (proposals and the
+// upstream's writes), their hunks and statuses, and the undo journal: the
+// records apply, reject, batch writes, undo, recovery and re-validation
+// work on. It is the change part of state.json and saves it.
+//
+// mu guards byID, st and every field of the records in them. writeMu
+// serialises smith's writes to workspace files (apply, reject, undo,
+// re-validation's re-plan), so that "check the file, then write it" is not
+// interleaved with another write of smith's; it is taken before mu, never
+// while holding it.
+type changeStore struct {
+	writeMu sync.Mutex
+
+	mu    sync.Mutex
+	byID  map[string]*changeRecord
+	st    changesState
+	file  *stateFile
+	moved func() // told on every save that the set of open changes may have moved (the watcher)
+}
+
+func newChangeStore(st changesState, file *stateFile) *changeStore {
+	cs := &changeStore{byID: map[string]*changeRecord{}, st: st, file: file}
+	for _, c := range st.Changes {
+		cs.byID[c.ID] = c
+	}
+	return cs
+}
+
+// setMoved installs the hook saveLocked calls (the watcher's).
+func (cs *changeStore) setMoved(f func()) {
+	cs.mu.Lock()
+	cs.moved = f
+	cs.mu.Unlock()
+}
+
+// nextID hands out the next change id (c1, c2, ...; never reused).
+func (cs *changeStore) nextID() string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	id := fmt.Sprintf("c%d", cs.st.NextChange)
+	cs.st.NextChange++
+	return id
+}
+
+// add records c and saves.
+func (cs *changeStore) add(c *changeRecord) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.byID[c.ID] = c
+	cs.st.Changes = append(cs.st.Changes, c)
+	return cs.saveLocked()
+}
+
+// record returns the change record id.
+func (cs *changeStore) record(id string) (*changeRecord, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.recordLocked(id)
+}
+
+// recordSnapshot returns change id's record and a copy of it (snapshot),
+// both taken in one hold of mu.
+func (cs *changeStore) recordSnapshot(id string) (*changeRecord, changeRecord, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, err := cs.recordLocked(id)
+	if err != nil {
+		return nil, changeRecord{}, err
+	}
+	return c, c.snapshot(), nil
+}
+
+func (cs *changeStore) recordLocked(id string) (*changeRecord, error) {
+	c, ok := cs.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, id)
+	}
+	return c, nil
+}
+
+// snapshots copies the records that keep returns true for, oldest first.
+func (cs *changeStore) snapshots(keep func(*changeRecord) bool) []changeRecord {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var out []changeRecord
+	for _, c := range cs.st.Changes {
+		if keep(c) {
+			out = append(out, c.snapshot())
+		}
+	}
+	return out
+}
+
+// count counts the records in status.
+func (cs *changeStore) count(status string) int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := 0
+	for _, c := range cs.st.Changes {
+		if c.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// renameDialog files the changes of dialog old under id (the dialog took
+// the server's id).
+func (cs *changeStore) renameDialog(old, id string) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.st.Changes {
+		if c.DialogID == old {
+			c.DialogID = id
+		}
+	}
+	return cs.saveLocked()
+}
+
+// newUndoGroup numbers the writes of one apply.
+func (cs *changeStore) newUndoGroup() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	g := cs.st.NextUndo
+	cs.st.NextUndo++
+	return g
+}
+
+// saveLocked writes the state file. Called with mu held. Every change
+// of the set of open changes is saved, so this is also where the watcher
+// learns that the directories it should watch may have moved.
+func (cs *changeStore) saveLocked() error {
+	if cs.moved != nil {
+		cs.moved()
+	}
+	return cs.file.saveChanges(&cs.st)
+}
