@@ -64,7 +64,6 @@ func TestStateFileKeepsBothParts(t *testing.T) {
 	}
 }
 
-
 // TestChangeStoreRecords: ids are handed out in order, an unknown id is
 // ErrUnknownChange, and a snapshot is a copy the record does not share.
 func TestChangeStoreRecords(t *testing.T) {

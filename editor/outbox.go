@@ -261,12 +261,13 @@ func (o *outbox) run() {
 func (o *outbox) Close() error {
 	o.mu.Lock()
 	o.closing = true
+	stall := o.stall // hurry may shorten it meanwhile, under mu
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
-	t := time.NewTimer(min(o.stall, closeWait))
+	t := time.NewTimer(min(stall, closeWait))
 	defer t.Stop()
 	select {
 	case <-o.done:
