@@ -132,7 +132,7 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 
 // plan (re)plans a proposal against text and sets its hunks, status and
 // base hash. Hunks already applied or rejected keep their status. Called
-// without e.mu for a new record, with it held by no one else for an old one
+// without e.cs.mu for a new record, with it held by no one else for an old one
 // (see revalidate).
 //
 // An undone change stays undone (its hunks keep that status): it is

@@ -235,7 +235,7 @@ func (e *Engine) Detach(p *Peer) {
 	e.mu.Unlock()
 }
 
-// queue holds n until flush. Code that runs under applyMu queues its
+// queue holds n until flush. Code that runs under the change store's writeMu queues its
 // notifications instead of sending them, so that an Editor's Notify never
 // runs while smith holds a lock it might need again (an editor that asks
 // for the change list when told about a change).
@@ -246,7 +246,7 @@ func (e *Engine) queue(n Notification) {
 }
 
 // flush sends the queued notifications, in order. Call it after
-// releasing applyMu (a deferred flush registered before the lock's
+// releasing the change store's writeMu (a deferred flush registered before the lock's
 // deferred unlock runs after it).
 func (e *Engine) flush() {
 	e.mu.Lock()
