@@ -142,3 +142,42 @@ func TestUpstreamErrorsAreTheEngines(t *testing.T) {
 		t.Fatalf("dialogs of an unreachable upstream: %v, want ErrUpstreamUnreachable wrapping the client's", err)
 	}
 }
+
+// TestUndoKeepsALaterReject: h1 of a change is applied, then h2 (still
+// pending) is rejected; undoing the apply takes back h1 only. h2 stays
+// rejected: undo restores what the apply did, not the user's later
+// decision on a hunk it did not write.
+func TestUndoKeepsALaterReject(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	c, err := f.e.Propose(ctx, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Hunks) != 2 {
+		t.Fatalf("proposed change has %d hunks, want 2", len(c.Hunks))
+	}
+	if _, err := f.e.Apply(ctx, c.ID, []string{"h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Reject(ctx, c.ID, []string{"h2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read("f.txt"); got != twentyLines() {
+		t.Fatalf("f.txt after the undo:\n%s\nwant the original", got)
+	}
+	got, err := f.e.Change(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1, h2 := got.Hunks[0].Status, got.Hunks[1].Status; h1 != StatusUndone || h2 != StatusRejected {
+		t.Fatalf("hunks after the undo: h1 %s, h2 %s; want undone, rejected", h1, h2)
+	}
+	if pend := f.e.list(ChangeFilter{Status: StatusPending}); len(pend) != 0 {
+		t.Fatalf("pending changes after the undo: %+v, want none", pend)
+	}
+}
