@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -112,6 +113,10 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	defer srv.Close()
 
 	if o.listen == "" {
+		if s.InTTY {
+			// Started by hand: nothing would say what it waits for.
+			fmt.Fprintln(s.Err, "smith serve: waiting for an editor on stdin (LSP framing; an editor starts this, see smith serve --help and docs/protocol.md). Ctrl-D quits.")
+		}
 		return serveStdio(ctx, srv, o.workspace, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")
