@@ -500,8 +500,10 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 			}
 		}
 	}
+	// One save for the whole patch (ApplyChanges saves after writing):
+	// a save per file rewrote the state file once per file.
 	for _, ch := range chs {
-		c, err := e.Propose(ctx, dialogID, ch)
+		c, err := e.propose(ctx, dialogID, ch, true)
 		if err != nil {
 			giveUp()
 			return nil, err
