@@ -178,7 +178,12 @@ scripts can wait for it: until smith status >/dev/null; do sleep 1; done`,
 				} else {
 					printStatus(s, st, b.Attached())
 				}
-				if !st.Reachable {
+				switch {
+				case !st.Reachable && strings.Contains(st.Error, "--upstream"):
+					// The error says what to do already (a server of
+					// another workspace answered; smith will not use it).
+					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s: %s", st.Upstream, st.Error)}
+				case !st.Reachable:
 					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s is not reachable: %s (start one with 'smith upstream', or set --upstream)", st.Upstream, st.Error)}
 				}
 				return nil
