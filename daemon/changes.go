@@ -26,7 +26,11 @@ import (
 
 // recordChange turns one change event into a change record. It returns a
 // violation message when the change targets a path outside the workspace.
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change) (*changeRecord, string) {
+//
+// The state is saved with the record unless deferSave is set: a caller that
+// records many changes at once (ApplyPatch) saves once after them all,
+// since each save rewrites the whole state file.
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, deferSave bool) (*changeRecord, string) {
 	e.mu.Lock()
 	id := fmt.Sprintf("c%d", e.st.NextChange)
 	e.st.NextChange++
@@ -87,7 +91,9 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	e.mu.Lock()
 	e.changes[c.ID] = c
 	e.st.Changes = append(e.st.Changes, c)
-	err = e.saveLocked()
+	if !deferSave {
+		err = e.saveLocked()
+	}
 	e.mu.Unlock()
 	if err != nil {
 		e.log.Error("save state", "err", err)
@@ -109,6 +115,11 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
 func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
+	return e.propose(ctx, dialogID, ch, false)
+}
+
+// propose is Propose; deferSave leaves saving the state to the caller.
+func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, deferSave bool) (*Change, error) {
 	p := e.peerOf(ctx)
 	if _, _, err := e.ws.resolve(ch.Path); err != nil {
 		return nil, err
@@ -119,7 +130,7 @@ func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Chang
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch)
+	c, _ := e.recordChange(p, dialogID, "", ch, deferSave)
 	v := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
 	return v, nil
