@@ -123,7 +123,7 @@ before in smith's journal: undo then says what can be done instead (smith
 changes reject, smith session reset or restore).`,
 		Example: `  smith undo
   smith undo c3`,
-		Args: cobra.MaximumNArgs(1),
+		Args: argsUpTo(0, 1, "at most one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
@@ -252,7 +252,7 @@ match level and lines in the file, and the whole change as a forward diff
 (original to result, also for a change already written).`,
 		Example: `  smith changes show c3
   smith changes show c3 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: argsUpTo(1, 1, "one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				c, err := findChange(ctx, b, args[0])
@@ -322,7 +322,7 @@ itself) are taken back out of the file, verified.`
 		Short:   short,
 		Long:    long,
 		Example: fmt.Sprintf("  smith changes %[1]s c3\n  smith changes %[1]s c3 --hunks 1,3\n  smith changes %[1]s c3 --hunks h2", verb),
-		Args:    cobra.ExactArgs(1),
+		Args:    argsUpTo(1, 1, "one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := changeHunkIDs(hunks)
 			if err != nil {
