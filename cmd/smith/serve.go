@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,6 +94,10 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		abs, err := filepath.Abs(o.workspace)
 		if err != nil {
 			return usageErrorf("--workspace %s: %v", o.workspace, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			// Said now, not at the editor's initialize, as smith acp does.
+			return usageErrorf("--workspace %s is not a directory", o.workspace)
 		}
 		o.workspace = abs
 	}
