@@ -330,6 +330,14 @@ itself) are taken back out of the file, verified.`
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				var c *daemon.Change
+				if verb == "reject" && len(ids) == 0 {
+					// Rejecting a rejected change does nothing; say so
+					// rather than "rejected every hunk".
+					if c, err := findChange(ctx, b, args[0]); err == nil && c.Status == daemon.StatusRejected {
+						fmt.Fprintf(s.Err, "%s (%s) is rejected already; nothing changed\n", c.ID, c.Path)
+						return nil
+					}
+				}
 				if verb == "apply" {
 					c, err = b.Apply(ctx, args[0], ids)
 				} else {
