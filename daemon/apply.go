@@ -290,7 +290,7 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
-			rec, err := e.beginUndo(st.c, "apply", w, group, st.ids)
+			rec, err := e.addUndo(st.c, "apply", w, group, st.ids)
 			if err != nil {
 				e.failUndo(steps)
 				return nil, err
@@ -298,6 +298,15 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 			st.recs = append(st.recs, rec)
 			ws = append(ws, w)
 		}
+	}
+	// One save journals every file of the batch before the first write
+	// (a save per file rewrote the whole state file once per file).
+	var recs []*undoRecord
+	for _, st := range steps {
+		recs = append(recs, st.recs...)
+	}
+	if err := e.saveUndos(recs...); err != nil {
+		return nil, err
 	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		e.failUndo(steps)
@@ -331,10 +340,16 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 }
 
 func (e *Engine) failUndo(steps []*applyStep) {
+	e.cs.mu.Lock()
 	for _, st := range steps {
 		for _, r := range st.recs {
-			e.finishUndo(r, "", undoFailed)
+			r.State, r.Via = undoFailed, ""
 		}
+	}
+	err := e.cs.saveLocked()
+	e.cs.mu.Unlock()
+	if err != nil {
+		e.log.Error("save state", "err", err)
 	}
 }
 
@@ -491,8 +506,10 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 			}
 		}
 	}
+	// One save for the whole patch (ApplyChanges saves after writing):
+	// a save per file rewrote the state file once per file.
 	for _, ch := range chs {
-		c, err := e.Propose(ctx, dialogID, ch)
+		c, err := e.propose(ctx, dialogID, ch, true)
 		if err != nil {
 			giveUp()
 			return nil, err

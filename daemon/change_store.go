@@ -70,12 +70,17 @@ func (cs *changeStore) nextID() string {
 	return id
 }
 
-// add records c and saves.
-func (cs *changeStore) add(c *changeRecord) error {
+// add records c, and saves when save is set (a caller recording many
+// changes at once saves once after them all: each save rewrites the whole
+// state file).
+func (cs *changeStore) add(c *changeRecord, save bool) error {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.byID[c.ID] = c
 	cs.st.Changes = append(cs.st.Changes, c)
+	if !save {
+		return nil
+	}
 	return cs.saveLocked()
 }
 

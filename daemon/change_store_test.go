@@ -32,13 +32,13 @@ func newTestStores(t *testing.T) (store, *changeStore, *dialogRegistry) {
 func TestStateFileKeepsBothParts(t *testing.T) {
 	t.Parallel()
 	s, cs, dr := newTestStores(t)
-	if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), DialogID: "d1", Path: "a.go", Status: StatusPending}}); err != nil {
+	if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), DialogID: "d1", Path: "a.go", Status: StatusPending}}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := dr.setCurrent("d1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), DialogID: "d1", Path: "b.go", Status: StatusApplied}}); err != nil {
+	if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), DialogID: "d1", Path: "b.go", Status: StatusApplied}}, true); err != nil {
 		t.Fatal(err)
 	}
 	tid := dr.nextTurnID()
@@ -74,7 +74,7 @@ func TestChangeStoreRecords(t *testing.T) {
 		if want := fmt.Sprintf("c%d", i); id != want {
 			t.Fatalf("id %s, want %s", id, want)
 		}
-		if err := cs.add(&changeRecord{Change: Change{ID: id, DialogID: "old", Status: StatusPending, Hunks: []Hunk{{ID: "h1", Status: StatusPending}}}}); err != nil {
+		if err := cs.add(&changeRecord{Change: Change{ID: id, DialogID: "old", Status: StatusPending, Hunks: []Hunk{{ID: "h1", Status: StatusPending}}}}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestChangeStoreConcurrentAdds(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), Status: StatusPending}}); err != nil {
+			if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), Status: StatusPending}}, true); err != nil {
 				t.Error(err)
 			}
 		}()

@@ -26,7 +26,11 @@ import (
 
 // recordChange turns one change event into a change record. It returns a
 // violation message when the change targets a path outside the workspace.
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change) (*changeRecord, string) {
+//
+// The state is saved with the record unless deferSave is set: a caller that
+// records many changes at once (ApplyPatch) saves once after them all,
+// since each save rewrites the whole state file.
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, deferSave bool) (*changeRecord, string) {
 	id := e.cs.nextID()
 
 	c := &changeRecord{
@@ -81,7 +85,7 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		e.plan(c, text, exists)
 	}
 
-	if err := e.cs.add(c); err != nil {
+	if err := e.cs.add(c, !deferSave); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	return c, violation
@@ -101,6 +105,11 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
 func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
+	return e.propose(ctx, dialogID, ch, false)
+}
+
+// propose is Propose; deferSave leaves saving the state to the caller.
+func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, deferSave bool) (*Change, error) {
 	p := e.peerOf(ctx)
 	if _, _, err := e.ws.resolve(ch.Path); err != nil {
 		return nil, err
@@ -111,7 +120,7 @@ func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Chang
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch)
+	c, _ := e.recordChange(p, dialogID, "", ch, deferSave)
 	v := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
 	return v, nil

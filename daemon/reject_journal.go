@@ -154,6 +154,32 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
 func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
+	r, err := e.addUndo(c, action, w, group, hunks)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.saveUndos(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// saveUndos makes records added by addUndo durable (one save of the state
+// file for all of them: a write-ahead record only has to be on disk before
+// the first write). On failure the records are dropped again.
+func (e *Engine) saveUndos(recs ...*undoRecord) error {
+	e.cs.mu.Lock()
+	defer e.cs.mu.Unlock()
+	if err := e.cs.saveLocked(); err != nil {
+		e.cs.st.Undo = slices.DeleteFunc(e.cs.st.Undo, func(r *undoRecord) bool { return slices.Contains(recs, r) })
+		return fmt.Errorf("journal the write (nothing was written): %w", err)
+	}
+	return nil
+}
+
+// addUndo is beginUndo without the save: the caller saves (saveUndos)
+// before it writes anything.
+func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
 	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
@@ -175,10 +201,6 @@ func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group i
 	}
 	e.cs.st.NextUndo++
 	e.cs.st.Undo = append(e.cs.st.Undo, r)
-	if err := e.cs.saveLocked(); err != nil {
-		e.cs.st.Undo = e.cs.st.Undo[:len(e.cs.st.Undo)-1]
-		return nil, fmt.Errorf("journal the write (nothing was written): %w", err)
-	}
 	return r, nil
 }
 

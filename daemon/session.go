@@ -312,7 +312,7 @@ func (e *Engine) filesRewritten(files []string) {
 // Status reports the engine's state; it probes the upstream's health.
 func (e *Engine) Status(ctx context.Context) (Status, error) {
 	// One part at a time (lock order, change_store.go).
-	e.mu.Lock()
+	e.dr.mu.Lock()
 	s := Status{
 		Workspace:    e.ws.root,
 		Upstream:     e.cfg.Upstream,
@@ -321,7 +321,7 @@ func (e *Engine) Status(ctx context.Context) (Status, error) {
 		Detected:     e.detected,
 		StateDir:     e.store.dir,
 	}
-	e.mu.Unlock()
+	e.dr.mu.Unlock()
 	s.CurrentDialog = e.dr.current()
 	s.Pending = e.cs.count(StatusPending)
 	if s.Dialect == "" {

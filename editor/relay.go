@@ -34,6 +34,9 @@ type Opening struct {
 	seen   []byte      // every byte read from rwc to find the first frame
 	stream frameStream // the framer that read them, positioned after the first frame
 	first  []byte      // the first frame's body; nil when none could be read
+	// ended is the error that ended rwc's input while the first frame was
+	// read (io.EOF: the editor closed it), nil when it did not end.
+	ended error
 }
 
 // ReadOpening reads the first framed message of rwc. It never fails: a
@@ -45,7 +48,7 @@ func ReadOpening(ctx context.Context, rwc io.ReadWriteCloser) *Opening {
 	stop := context.AfterFunc(ctx, func() { rwc.Close() })
 	frame, _, err := fs.ReadFrame(ctx)
 	stop()
-	o := &Opening{rwc: rwc, seen: t.seen.Bytes(), stream: fs}
+	o := &Opening{rwc: rwc, seen: t.seen.Bytes(), stream: fs, ended: t.err}
 	t.seen = nil // from here on the framer's reads are not kept
 	if err != nil {
 		return o
@@ -66,7 +69,13 @@ func ReadOpening(ctx context.Context, rwc io.ReadWriteCloser) *Opening {
 // give the bytes ReadOpening consumed, exactly, then the rest. Serve it
 // with Server.ServeConn. Use either Replay or Relay, once.
 func (o *Opening) Replay() io.ReadWriteCloser {
-	return readWriteCloser{Reader: io.MultiReader(bytes.NewReader(o.seen), o.rwc), Writer: o.rwc, Closer: o.rwc}
+	rest := io.Reader(o.rwc)
+	if o.ended != nil {
+		// The input ended already; do not read on. A terminal's Ctrl-D
+		// is such an end, and a read after it would block for more.
+		rest = endedReader{o.ended}
+	}
+	return readWriteCloser{Reader: io.MultiReader(bytes.NewReader(o.seen), rest), Writer: o.rwc, Closer: o.rwc}
 }
 
 // RelayOptions configure Opening.Relay.
@@ -212,15 +221,24 @@ func headerFrames(rwc io.ReadWriteCloser) frameStream { return newLSPFrames(rwc)
 type tap struct {
 	r    io.Reader
 	seen *bytes.Buffer
+	err  error // the first read error while seen is kept
 }
 
 func (t *tap) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if t.seen != nil {
 		t.seen.Write(p[:n])
+		if err != nil && t.err == nil {
+			t.err = err
+		}
 	}
 	return n, err
 }
+
+// endedReader is an input that has ended with err.
+type endedReader struct{ err error }
+
+func (r endedReader) Read([]byte) (int, error) { return 0, r.err }
 
 type readWriteCloser struct {
 	io.Reader

@@ -420,6 +420,8 @@ func errorCode(err error) string {
 		return "tls"
 	case errors.Is(err, ErrUnreachable):
 		return "unreachable"
+	case errors.Is(err, ErrWrongWorkspace):
+		return "wrong_workspace"
 	case errors.As(err, &he):
 		return fmt.Sprintf("http_%d", he.Status)
 	case errors.As(err, &ct):

@@ -123,7 +123,7 @@ before in smith's journal: undo then says what can be done instead (smith
 changes reject, smith session reset or restore).`,
 		Example: `  smith undo
   smith undo c3`,
-		Args: cobra.MaximumNArgs(1),
+		Args: argsUpTo(0, 1, "at most one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
@@ -178,7 +178,12 @@ scripts can wait for it: until smith status >/dev/null; do sleep 1; done`,
 				} else {
 					printStatus(s, st, b.Attached())
 				}
-				if !st.Reachable {
+				switch {
+				case !st.Reachable && strings.Contains(st.Error, "--upstream"):
+					// The error says what to do already (a server of
+					// another workspace answered; smith will not use it).
+					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s: %s", st.Upstream, st.Error)}
+				case !st.Reachable:
 					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s is not reachable: %s (start one with 'smith upstream', or set --upstream)", st.Upstream, st.Error)}
 				}
 				return nil
@@ -247,7 +252,7 @@ match level and lines in the file, and the whole change as a forward diff
 (original to result, also for a change already written).`,
 		Example: `  smith changes show c3
   smith changes show c3 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: argsUpTo(1, 1, "one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				c, err := findChange(ctx, b, args[0])
@@ -317,7 +322,7 @@ itself) are taken back out of the file, verified.`
 		Short:   short,
 		Long:    long,
 		Example: fmt.Sprintf("  smith changes %[1]s c3\n  smith changes %[1]s c3 --hunks 1,3\n  smith changes %[1]s c3 --hunks h2", verb),
-		Args:    cobra.ExactArgs(1),
+		Args:    argsUpTo(1, 1, "one CHANGE", "smith changes lists them"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := changeHunkIDs(hunks)
 			if err != nil {
@@ -325,6 +330,14 @@ itself) are taken back out of the file, verified.`
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				var c *daemon.Change
+				if verb == "reject" && len(ids) == 0 {
+					// Rejecting a rejected change does nothing; say so
+					// rather than "rejected every hunk".
+					if c, err := findChange(ctx, b, args[0]); err == nil && c.Status == daemon.StatusRejected {
+						fmt.Fprintf(s.Err, "%s (%s) is rejected already; nothing changed\n", c.ID, c.Path)
+						return nil
+					}
+				}
 				if verb == "apply" {
 					c, err = b.Apply(ctx, args[0], ids)
 				} else {

@@ -61,7 +61,7 @@ and, while it runs, lets an editor's smith serve and other terminals join it.`,
   smith chat --json --dry-run "create notes.txt with hello" > turn.ndjson
   smith chat -d 5b1f0c2e8d7a4e3f9a1b2c3d4e5f6a7b
   smith chat --new`,
-		Args: cobra.MaximumNArgs(1),
+		Args: argsUpTo(0, 1, "the MESSAGE as one argument", `quote it: smith chat "rename total to sum in calc.go"`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.yes && o.dryRun {
 				return usageErrorf("--yes and --dry-run contradict each other: pick one")

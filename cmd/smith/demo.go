@@ -5,9 +5,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +64,11 @@ and smith prints how to point an editor at it.`,
 }
 
 func runDemo(ctx context.Context, s *IOStreams, o *demoOptions) error {
+	if o.dir != "" {
+		if _, err := os.Lstat(o.dir); err == nil {
+			return usageErrorf("demo folder %s already exists: pick a new path with --dir", o.dir)
+		}
+	}
 	dir, err := copyDemoProject(o.dir)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -93,18 +100,38 @@ func runDemo(ctx context.Context, s *IOStreams, o *demoOptions) error {
 	}
 	step("smith chat %q", o.message)
 	copts := &chatOptions{yes: true}
+	before := projectFiles(dir)
 	if err := runChat(ctx, s, copts, set, []string{o.message}); err != nil {
 		return err
 	}
-	step("main.go now reads:")
-	if b, err := os.ReadFile(filepath.Join(dir, "main.go")); err == nil {
-		fmt.Fprint(s.Out, string(b))
+	// Say what the turn changed, and offer the undo only for a change.
+	after := projectFiles(dir)
+	names := maps.Clone(before)
+	maps.Copy(names, after)
+	var changed []string // besides main.go, which is shown
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if before[name] != after[name] && name != "main.go" {
+			changed = append(changed, name)
+		}
 	}
-	undo := fmt.Sprintf("smith undo -C %s", shellQuote(dir))
-	if o.stateDir != "" {
-		undo += " --state-dir " + shellQuote(o.stateDir)
+	mainChanged := before["main.go"] != after["main.go"]
+	switch {
+	case !mainChanged && len(changed) == 0:
+		step("the agent changed no file; ask it for a change, e.g. smith demo --message %q", demoMessage)
+	default:
+		if len(changed) > 0 {
+			step("changed: %s", strings.Join(changed, ", "))
+		}
+		if mainChanged {
+			step("main.go now reads:")
+			fmt.Fprint(s.Out, after["main.go"])
+		}
+		undo := fmt.Sprintf("smith undo -C %s", shellQuote(dir))
+		if o.stateDir != "" {
+			undo += " --state-dir " + shellQuote(o.stateDir)
+		}
+		step("undo the change with:  %s", undo)
 	}
-	step("undo the change with:  %s", undo)
 	step("the project stays in %s", dir)
 	if !o.keepRunning {
 		return nil
@@ -170,4 +197,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// projectFiles reads the files of the demo project (not the upstream's
+// .agentsmithy folder), keyed by slash path, "" for none.
+func projectFiles(dir string) map[string]string {
+	files := map[string]string{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && d.Name() == ".agentsmithy":
+			return filepath.SkipDir
+		case d.Type().IsRegular():
+			if b, err := os.ReadFile(p); err == nil {
+				rel, _ := filepath.Rel(dir, p)
+				files[filepath.ToSlash(rel)] = string(b)
+			}
+		}
+		return nil
+	})
+	return files
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes shared by every command (documented in docs/cli.md).
@@ -48,4 +50,16 @@ func isUsageError(err error) bool {
 		}
 	}
 	return false
+}
+
+// argsUpTo accepts least to most positional arguments; otherwise it is a
+// usage error that says what the command takes (what) and how to get it
+// right (hint), instead of cobra's "accepts at most 1 arg(s)".
+func argsUpTo(least, most int, what, hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < least || len(args) > most {
+			return usageErrorf("%s takes %s, got %d (%s)", cmd.CommandPath(), what, len(args), hint)
+		}
+		return nil
+	}
 }

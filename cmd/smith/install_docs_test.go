@@ -55,3 +55,41 @@ func TestInstallDocsWork(t *testing.T) {
 		t.Error("README.md does not say that the first make test downloads and builds for several minutes")
 	}
 }
+
+// TestDocsRunRealTests: a "go test ./PKG -run NAME" that the docs tell a
+// reader to type must run something; tests move between packages, and
+// "no tests to run" passes silently.
+func TestDocsRunRealTests(t *testing.T) {
+	line := regexp.MustCompile(`go test (\./[^\s` + "`" + `]*) [^` + "`" + `\n]*?-run ('[^']*'|[^\s` + "`" + `]+)`)
+	funcs := regexp.MustCompile(`(?m)^func (Test\w*)\(`)
+	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	docs = append(docs, filepath.Join("..", "..", "README.md"))
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range line.FindAllStringSubmatch(string(b), -1) {
+			pattern := strings.Trim(m[2], "'")
+			if pattern == "^$" {
+				continue // benchmarks and fuzzing only
+			}
+			re, err := regexp.Compile(pattern)
+			if err != nil {
+				t.Errorf("%s: %q: -run %s is not a regexp: %v", d, m[0], pattern, err)
+				continue
+			}
+			tests, _ := filepath.Glob(filepath.Join("..", "..", m[1], "*_test.go"))
+			found := false
+			for _, f := range tests {
+				src, _ := os.ReadFile(f)
+				for _, fn := range funcs.FindAllStringSubmatch(string(src), -1) {
+					found = found || re.MatchString(fn[1])
+				}
+			}
+			if !found {
+				t.Errorf("%s: %q runs no test: no Test function of %s matches %s", filepath.Base(d), m[0], m[1], pattern)
+			}
+		}
+	}
+}

@@ -158,3 +158,36 @@ func TestHunkPromptEndsOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestServeOnPTY: smith serve started by hand in a terminal says what it
+// waits for, and Ctrl-D (end of input on a terminal, which is not the end
+// of the terminal: reads after it block again) ends it, exit 0.
+func TestServeOnPTY(t *testing.T) {
+	smith, err := exec.LookPath("smith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(smith, "serve")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	screen := &ptyScreen{}
+	go func() { _, _ = io.Copy(screen, tty) }()
+	screen.waitFor(t, "Ctrl-D quits", 1)
+	io.WriteString(tty, "\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("smith serve after Ctrl-D: %v\n%s", err, screen.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("smith serve still runs after Ctrl-D; the terminal shows:\n%s", screen.String())
+	}
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,6 +95,10 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		if err != nil {
 			return usageErrorf("--workspace %s: %v", o.workspace, err)
 		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			// Said now, not at the editor's initialize, as smith acp does.
+			return usageErrorf("--workspace %s is not a directory", o.workspace)
+		}
 		o.workspace = abs
 	}
 	// Check flags, environment and the user's config file now, rather than
@@ -112,6 +118,10 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	defer srv.Close()
 
 	if o.listen == "" {
+		if s.InTTY {
+			// Started by hand: nothing would say what it waits for.
+			fmt.Fprintln(s.Err, "smith serve: waiting for an editor on stdin (LSP framing; an editor starts this, see smith serve --help and docs/protocol.md). Ctrl-D quits.")
+		}
 		return serveStdio(ctx, srv, o.workspace, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")

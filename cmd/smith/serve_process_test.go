@@ -140,6 +140,7 @@ func TestServeProcessBadFlags(t *testing.T) {
 		{[]string{"--dialect", "klingon"}, "dialect"},
 		{[]string{"--idle-timeout", "soon"}, "idle_timeout"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--workspace", "/nonexistent/smith-ws"}, "--workspace /nonexistent/smith-ws is not a directory"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -133,6 +133,13 @@ func runUpstream(ctx context.Context, s *IOStreams, f *upstreamFlags, addrSet bo
 }
 
 func (f *upstreamFlags) options(s *IOStreams) (upstream.Options, error) {
+	if st, err := os.Stat(f.workspace); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return upstream.Options{}, usageErrorf("--workspace %s: %v", f.workspace, err)
+	} else if err != nil {
+		return upstream.Options{}, usageErrorf("--workspace %s: no such directory (the demo agent works on an existing project folder)", f.workspace)
+	} else if !st.IsDir() {
+		return upstream.Options{}, usageErrorf("--workspace %s is a file, not a directory", f.workspace)
+	}
 	opts := upstream.Options{
 		Workspace:    f.workspace,
 		Protocol:     f.protocol,
