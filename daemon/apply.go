@@ -204,6 +204,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if err != nil {
 		return nil, err
 	}
+	if len(ids) == 0 && slices.ContainsFunc(snap.Hunks, func(h Hunk) bool { return h.Status == StatusConflict }) {
+		// An undone change applied again on purpose, planned against a
+		// text that no longer holds what it was made for.
+		return nil, fmt.Errorf("%w: change %s: %s: %s", ErrConflict, changeID, snap.Path, conflictReason(snap.Hunks))
+	}
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
 		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
 	}

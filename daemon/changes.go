@@ -252,7 +252,7 @@ func conflictReason(hs []Hunk) string {
 			ids = append(ids, h.ID)
 		}
 	}
-	return fmt.Sprintf("hunks %v no longer match the file; ask the agent to redo the change", ids)
+	return fmt.Sprintf("hunks %s no longer match the file; ask the agent to redo the change", strings.Join(ids, ", "))
 }
 
 func contentHash(b []byte, exists bool) string {

@@ -168,7 +168,8 @@ func describe(c *changeRecord, hunks []Hunk, pl placement, inResult func(Hunk) b
 				fwdDelta += h.NewLines - h.OldLines
 			}
 			continue
-		} else if fh != nil && h.Status == StatusConflict && h.Reason == "" {
+		} else if fh != nil && (h.Status == StatusConflict || h.Status == StatusUndone) && h.Reason == "" {
+			// For an undone hunk: why applying it again would fail.
 			h.Reason = conflictText(fh)
 		}
 		// Not found in the text: the hunk as the diff states it.

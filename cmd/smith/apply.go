@@ -99,6 +99,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	journal, jerr := applyJournalDir(s, root)
 	if o.recover {
+		if len(args) > 0 {
+			return usageErrorf("--recover takes no PATCH: it finishes (or rolls back) an apply that was interrupted in %s; run smith apply %s again afterwards", root, args[0])
+		}
 		if jerr != nil {
 			return usageErrorf("%v", jerr)
 		}

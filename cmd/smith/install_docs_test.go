@@ -93,3 +93,33 @@ func TestDocsRunRealTests(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIDocsEveryCommand: README.md sends readers to docs/cli.md for
+// "every command"; each one smith has gets a heading there.
+func TestCLIDocsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headings []string
+	for l := range strings.Lines(string(b)) {
+		if strings.HasPrefix(l, "## ") {
+			headings = append(headings, l)
+		}
+	}
+	root := newRootCmdFor(&IOStreams{}, nil)
+	for _, c := range root.Commands() {
+		name := c.Name()
+		if c.Hidden || name == "help" || name == "version" {
+			continue
+		}
+		word := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+		found := false
+		for _, h := range headings {
+			found = found || word.MatchString(h)
+		}
+		if !found {
+			t.Errorf("docs/cli.md has no heading for smith %s", name)
+		}
+	}
+}
