@@ -420,7 +420,11 @@ func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
 	res := s.mustChat("rename total to sum in calc.go")
+	// Both hunks' lines are edited: the watcher may re-plan the change
+	// before the apply arrives, and a change with one hunk still pending
+	// would then apply that hunk (the documented "all pending hunks").
 	changed := strings.Replace(calcGo, "total := 0", "total := 1 // edited meanwhile", 1)
+	changed = strings.Replace(changed, "return total", "return total + 0 // edited meanwhile", 1)
 	path := filepath.Join(ws, "calc.go")
 	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
