@@ -317,24 +317,7 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 		e.failUndo(steps)
 		return nil, err
 	}
-	e.cs.mu.Lock()
-	for _, st := range steps {
-		c := st.c
-		for i := range c.Hunks {
-			if st.ids == nil || slices.Contains(st.ids, c.Hunks[i].ID) {
-				c.Hunks[i].Status = StatusApplied
-			}
-		}
-		c.BaseHash = contentHash(st.ws[0].next, st.ws[0].nextExists)
-		c.Status = deriveStatus(c.Hunks, StatusApplied)
-		c.Reason = ""
-		for i, r := range st.recs {
-			r.State, r.Via = undoDone, st.ws[i].via
-		}
-	}
-	err := e.cs.saveLocked()
-	e.cs.mu.Unlock()
-	if err != nil {
+	if err := e.cs.applied(steps); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	var out []Change
@@ -345,15 +328,11 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 }
 
 func (e *Engine) failUndo(steps []*applyStep) {
-	e.cs.mu.Lock()
+	var recs []*undoRecord
 	for _, st := range steps {
-		for _, r := range st.recs {
-			r.State, r.Via = undoFailed, ""
-		}
+		recs = append(recs, st.recs...)
 	}
-	err := e.cs.saveLocked()
-	e.cs.mu.Unlock()
-	if err != nil {
+	if err := e.cs.failed(recs); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 }

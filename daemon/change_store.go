@@ -254,6 +254,57 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 	return cs.saveLocked()
 }
 
+// applied records a finished apply: the hunks each step wrote (all of
+// its change's when it names none) are applied, the change is planned
+// against what its file holds now, and the write's journal records are
+// done (undo may take them back).
+func (cs *changeStore) applied(steps []*applyStep) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, st := range steps {
+		c := st.c
+		for i := range c.Hunks {
+			if st.ids == nil || slices.Contains(st.ids, c.Hunks[i].ID) {
+				c.Hunks[i].Status = StatusApplied
+			}
+		}
+		c.BaseHash = contentHash(st.ws[0].next, st.ws[0].nextExists)
+		c.Status = deriveStatus(c.Hunks, StatusApplied)
+		c.Reason = ""
+		for i, r := range st.recs {
+			r.State, r.Via = undoDone, st.ws[i].via
+		}
+	}
+	return cs.saveLocked()
+}
+
+// failed marks journal records of a write that did not happen (undo
+// never offers them).
+func (cs *changeStore) failed(recs []*undoRecord) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, r := range recs {
+		r.State, r.Via = undoFailed, ""
+	}
+	return cs.saveLocked()
+}
+
+// rejected marks hunks ids of c rejected; the change's status follows its
+// hunks. The caller saves (with the journal record of a reverse-apply).
+func (cs *changeStore) rejected(c *changeRecord, ids []string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for i := range c.Hunks {
+		if slices.Contains(ids, c.Hunks[i].ID) {
+			c.Hunks[i].Status = StatusRejected
+		}
+	}
+	c.Status = deriveStatus(c.Hunks, StatusRejected)
+	if c.Status != StatusConflict {
+		c.Reason = ""
+	}
+}
+
 // saveLocked writes the state file. Called with mu held. Every change
 // of the set of open changes is saved, so this is also where the watcher
 // learns that the directories it should watch may have moved.

@@ -210,3 +210,42 @@ func TestChangeStoreUndoneKeepsLaterDecisions(t *testing.T) {
 		t.Fatalf("a second undo: %v, want ErrInvalidState (everything undone)", err)
 	}
 }
+
+// TestChangeStoreAppliedAndRejected: an apply of h1 marks h1 applied and
+// its journal record done (undo then offers it); rejecting h2 after it
+// leaves the change applied, h2 rejected; a failed write's record is never
+// offered to undo.
+func TestChangeStoreAppliedAndRejected(t *testing.T) {
+	t.Parallel()
+	_, cs, _ := newTestStores(t)
+	c := &changeRecord{Change: Change{ID: cs.nextID(), Status: StatusPending, Hunks: []Hunk{
+		{ID: "h1", Status: StatusPending}, {ID: "h2", Status: StatusPending},
+	}}, Abs: "/ws/f.txt"}
+	if err := cs.add(c, true); err != nil {
+		t.Fatal(err)
+	}
+	failed := &undoRecord{Seq: 1, ChangeID: c.ID, Action: "apply", State: undoPending}
+	done := &undoRecord{Seq: 2, ChangeID: c.ID, Action: "apply", State: undoPending}
+	cs.mu.Lock()
+	cs.st.Undo = append(cs.st.Undo, failed, done)
+	cs.mu.Unlock()
+	if err := cs.failed([]*undoRecord{failed}); err != nil {
+		t.Fatal(err)
+	}
+	w := &fileWrite{abs: "/ws/f.txt", next: []byte("new\n"), nextExists: true, via: "disk"}
+	if err := cs.applied([]*applyStep{{c: c, ids: []string{"h1"}, ws: []*fileWrite{w}, recs: []*undoRecord{done}}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.rejected(c, []string{"h2"})
+	_, got, _ := cs.recordSnapshot(c.ID)
+	if got.Status != StatusApplied || got.Hunks[0].Status != StatusApplied || got.Hunks[1].Status != StatusRejected {
+		t.Fatalf("after apply h1, reject h2: %s, h1 %s, h2 %s; want applied, applied, rejected", got.Status, got.Hunks[0].Status, got.Hunks[1].Status)
+	}
+	if got.BaseHash != contentHash([]byte("new\n"), true) {
+		t.Fatal("the change is not planned against what the apply wrote")
+	}
+	recs, err := cs.undoTargets(c.ID)
+	if err != nil || len(recs) != 1 || recs[0] != done {
+		t.Fatalf("undo targets %v, %v; want only the done record", recs, err)
+	}
+}

@@ -128,17 +128,7 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 		c.BaseHash = contentHash(next, nextExists)
 		e.cs.mu.Unlock()
 	}
-	e.cs.mu.Lock()
-	for i := range c.Hunks {
-		if slices.Contains(ids, c.Hunks[i].ID) {
-			c.Hunks[i].Status = StatusRejected
-		}
-	}
-	c.Status = deriveStatus(c.Hunks, StatusRejected)
-	if c.Status != StatusConflict {
-		c.Reason = ""
-	}
-	e.cs.mu.Unlock()
+	e.cs.rejected(c, ids)
 	if rec != nil {
 		e.finishUndo(rec, w.via, undoDone)
 	} else {
