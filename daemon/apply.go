@@ -370,7 +370,7 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	defer e.flush()
 	e.cs.writeMu.Lock()
 	defer e.cs.writeMu.Unlock()
-	recs, err := e.undoTargets(changeID)
+	recs, err := e.cs.undoTargets(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -399,40 +399,11 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		return nil, err
 	}
-	e.cs.mu.Lock()
-	for i, r := range recs {
-		c := e.cs.byID[r.ChangeID]
-		r.State = undoUndone
-		for j := range c.Hunks {
-			s, ok := r.Prev[c.Hunks[j].ID]
-			if !ok {
-				continue
-			}
-			if len(r.Hunks) > 0 && !slices.Contains(r.Hunks, c.Hunks[j].ID) && c.Hunks[j].Status != s {
-				// Not written by this write and decided since (a pending
-				// hunk rejected after another hunk was applied): the
-				// user's later decision stands.
-				continue
-			}
-			// A hunk this apply wrote is undone, not pending: a later
-			// re-validation must not offer it for review again.
-			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
-				s = StatusUndone
-			}
-			c.Hunks[j].Status = s
-		}
-		if r.Path == c.source() {
-			c.BaseHash = contentHash(ws[i].next, ws[i].nextExists)
-		}
-		c.Status = r.PrevStat
-		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
-			c.Status = StatusUndone
-		}
-		c.Reason = ""
+	after := make([]string, len(recs))
+	for i := range recs {
+		after[i] = contentHash(ws[i].next, ws[i].nextExists)
 	}
-	err = e.cs.saveLocked()
-	e.cs.mu.Unlock()
-	if err != nil {
+	if err := e.cs.undone(recs, after); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	var last *Change
@@ -440,58 +411,6 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 		last = e.announce(r.ChangeID, ws[i])
 	}
 	return last, nil
-}
-
-// undoTargets picks the journal records an Undo takes back.
-func (e *Engine) undoTargets(changeID string) ([]*undoRecord, error) {
-	e.cs.mu.Lock()
-	var rec *undoRecord
-	for _, r := range slices.Backward(e.cs.st.Undo) {
-		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
-			rec = r
-			break
-		}
-	}
-	// The writes of one apply share a group: Undo("") takes the group
-	// back, Undo(id) the change's writes in it (both files of a rename).
-	var recs []*undoRecord
-	if rec != nil && rec.Group != 0 {
-		for _, r := range e.cs.st.Undo {
-			if r.Group == rec.Group && r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
-				recs = append(recs, r)
-			}
-		}
-	} else if rec != nil {
-		recs = []*undoRecord{rec}
-	}
-	// Writes there were, all taken back already.
-	undone := slices.ContainsFunc(e.cs.st.Undo, func(r *undoRecord) bool {
-		return r.State == undoUndone && (changeID == "" || r.ChangeID == changeID)
-	})
-	c, known := e.cs.byID[changeID]
-	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
-	var path string
-	if known {
-		path = c.Path
-	}
-	e.cs.mu.Unlock()
-	switch {
-	case len(recs) > 0:
-		return recs, nil
-	case changeID != "" && !known:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, changeID)
-	case upstream:
-		// The fronts say what can be done instead (reject its hunks, or
-		// the upstream's own session reset or restore).
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
-	case changeID != "" && undone:
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: it is undone already", ErrInvalidState, changeID)
-	case changeID != "":
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
-	case undone:
-		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already", ErrInvalidState)
-	}
-	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
 }
 
 // ApplyPatch records changes that did not come from a turn (the files of

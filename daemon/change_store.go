@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -157,6 +158,100 @@ func (cs *changeStore) newUndoGroup() int {
 	g := cs.st.NextUndo
 	cs.st.NextUndo++
 	return g
+}
+
+// undoTargets picks the journal records an Undo takes back.
+func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
+	cs.mu.Lock()
+	var rec *undoRecord
+	for _, r := range slices.Backward(cs.st.Undo) {
+		if r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
+			rec = r
+			break
+		}
+	}
+	// The writes of one apply share a group: Undo("") takes the group
+	// back, Undo(id) the change's writes in it (both files of a rename).
+	var recs []*undoRecord
+	if rec != nil && rec.Group != 0 {
+		for _, r := range cs.st.Undo {
+			if r.Group == rec.Group && r.State == undoDone && (changeID == "" || r.ChangeID == changeID) {
+				recs = append(recs, r)
+			}
+		}
+	} else if rec != nil {
+		recs = []*undoRecord{rec}
+	}
+	// Writes there were, all taken back already.
+	undone := slices.ContainsFunc(cs.st.Undo, func(r *undoRecord) bool {
+		return r.State == undoUndone && (changeID == "" || r.ChangeID == changeID)
+	})
+	c, known := cs.byID[changeID]
+	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
+	var path string
+	if known {
+		path = c.Path
+	}
+	cs.mu.Unlock()
+	switch {
+	case len(recs) > 0:
+		return recs, nil
+	case changeID != "" && !known:
+		return nil, fmt.Errorf("%w: %s", ErrUnknownChange, changeID)
+	case upstream:
+		// The fronts say what can be done instead (reject its hunks, or
+		// the upstream's own session reset or restore).
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
+	case changeID != "" && undone:
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: it is undone already", ErrInvalidState, changeID)
+	case changeID != "":
+		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
+	case undone:
+		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already", ErrInvalidState)
+	}
+	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
+}
+
+// undone records that an Undo restored the bytes from before recs (after[i]
+// is the hash of what recs[i]'s file holds now) and puts each change's
+// hunks back as the undone write found them, with two rules that keep the
+// list truthful: a hunk the undone apply wrote becomes undone, not pending
+// (a later re-validation must not offer it for review again); and a hunk
+// the write did not touch that was decided since (a pending hunk rejected
+// after another hunk was applied) keeps that decision. Undo restores what
+// the write did, nothing else.
+func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for i, r := range recs {
+		c := cs.byID[r.ChangeID]
+		r.State = undoUndone
+		if c == nil {
+			continue
+		}
+		for j := range c.Hunks {
+			s, ok := r.Prev[c.Hunks[j].ID]
+			if !ok {
+				continue
+			}
+			if len(r.Hunks) > 0 && !slices.Contains(r.Hunks, c.Hunks[j].ID) && c.Hunks[j].Status != s {
+				continue // not this write's, decided since
+			}
+			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
+				s = StatusUndone
+			}
+			c.Hunks[j].Status = s
+		}
+		if r.Path == c.source() {
+			c.BaseHash = after[i]
+		}
+		c.Status = r.PrevStat
+		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
+			c.Status = StatusUndone
+		}
+		c.Reason = ""
+	}
+	return cs.saveLocked()
 }
 
 // saveLocked writes the state file. Called with mu held. Every change

@@ -173,3 +173,40 @@ func TestPartsHaveTheirOwnLocks(t *testing.T) {
 		t.Fatalf("proposed while the registry was locked: %s, want pending", c.Status)
 	}
 }
+
+// TestChangeStoreUndoneKeepsLaterDecisions: undoing an apply of h1 puts
+// h1 back as undone (not pending) and leaves h2, rejected after the apply,
+// rejected; the change is undone. The journal's record is undone and is
+// not offered to the next undo.
+func TestChangeStoreUndoneKeepsLaterDecisions(t *testing.T) {
+	t.Parallel()
+	_, cs, _ := newTestStores(t)
+	c := &changeRecord{Change: Change{ID: cs.nextID(), Status: StatusApplied, Hunks: []Hunk{
+		{ID: "h1", Status: StatusApplied}, {ID: "h2", Status: StatusRejected},
+	}}, Abs: "/ws/f.txt"}
+	if err := cs.add(c, true); err != nil {
+		t.Fatal(err)
+	}
+	cs.mu.Lock()
+	r := &undoRecord{Seq: 1, ChangeID: c.ID, Action: "apply", Path: "/ws/f.txt", State: undoDone,
+		Prev: map[string]string{"h1": StatusPending, "h2": StatusPending}, PrevStat: StatusPending, Hunks: []string{"h1"}}
+	cs.st.Undo = append(cs.st.Undo, r)
+	cs.mu.Unlock()
+	recs, err := cs.undoTargets("")
+	if err != nil || len(recs) != 1 || recs[0] != r {
+		t.Fatalf("undo targets %v, %v; want the one record", recs, err)
+	}
+	if err := cs.undone(recs, []string{"hash-before"}); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := cs.recordSnapshot(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusUndone || got.Hunks[0].Status != StatusUndone || got.Hunks[1].Status != StatusRejected || got.BaseHash != "hash-before" {
+		t.Fatalf("after undo: %s, h1 %s, h2 %s, base %q; want undone, undone, rejected, hash-before", got.Status, got.Hunks[0].Status, got.Hunks[1].Status, got.BaseHash)
+	}
+	if _, err := cs.undoTargets(""); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("a second undo: %v, want ErrInvalidState (everything undone)", err)
+	}
+}
