@@ -1,6 +1,7 @@
 package editor_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -20,10 +21,7 @@ func TestApplyBeforeTheEditorReportsThePreviousEdit(t *testing.T) {
 	t.Parallel()
 	ws, s := serveCalc(t)
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx, ws)
 	s.DeferChanges(true)
 	res := s.mustChat("rename total to sum in calc.go")
 	c := s.change(res.Changes[0])
@@ -89,23 +87,46 @@ func (s *session) command(name string, params any, result any) error {
 	return s.Call(testCtx(s.t), editor.MethodExecuteCommand, map[string]any{"command": name, "arguments": args}, result)
 }
 
+// plainCalc serves a workspace holding calc.go, against an upstream that
+// speaks proto, to a plain LSP client that announced caps.
+func plainCalc(t *testing.T, proto string, caps map[string]any) (ws string, s *session) {
+	t.Helper()
+	ws = workspace(t, map[string]string{"calc.go": calcGo})
+	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: proto})
+	return ws, plainServe(t, ws, up, caps)
+}
+
+// openCalc opens the workspace's calc.go with its text on disk and returns
+// its path.
+func (s *session) openCalc(ctx context.Context, ws string) string {
+	s.t.Helper()
+	path := filepath.Join(ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
+}
+
+// mustCommandChat runs a turn through the smith.chat command, as a plain
+// LSP client does, and fails the test if it does not succeed.
+func (s *session) mustCommandChat(message string) chatResult {
+	s.t.Helper()
+	var res chatResult
+	if err := s.command("smith.chat", map[string]any{"message": message}, &res); err != nil {
+		s.t.Fatal(err)
+	}
+	return res
+}
+
 // A file the upstream writes itself (AgentSmithy v2) reaches the open
 // buffer of a plain LSP client as a workspace/applyEdit: it does not know
 // smith/fileChanged.
 func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
-	s := plainServe(t, ws, up, eglotCaps())
+	ws, s := plainCalc(t, upstream.ProtocolV2, eglotCaps())
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx, ws)
+	s.mustCommandChat("rename total to sum in calc.go")
 	want := strings.ReplaceAll(calcGo, "total", "sum")
 	if got := readFile(t, path); got != want {
 		t.Fatalf("the upstream did not write calc.go:\n%s", got)
@@ -123,10 +144,7 @@ func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := serve(t, ws, up, t.TempDir())
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
+	s.openCalc(ctx, ws)
 	s.mustChat("rename total to sum in calc.go")
 	if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, nil); err != nil {
 		t.Fatal(err)
@@ -192,13 +210,8 @@ func (s *session) waitMessage(match func(shownMessage) bool) shownMessage {
 // announced no workDoneProgress).
 func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := plainServe(t, ws, up, showDocCaps())
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	_, s := plainCalc(t, upstream.ProtocolV0, showDocCaps())
+	res := s.mustCommandChat("rename total to sum in calc.go")
 	docs := s.shownDocuments(1)
 	transcript := editortest.PathOf(docs[0].URI)
 	if filepath.Ext(transcript) != ".md" || docs[0].TakeFocus {
@@ -229,13 +242,8 @@ func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
 // end of a turn and a failure with window/showMessage.
 func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := plainServe(t, ws, up, eglotCaps())
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
+	res := s.mustCommandChat("rename total to sum in calc.go")
 	s.waitMessage(func(m shownMessage) bool { return m.Type == 3 && strings.Contains(m.Message, "turn completed") })
 
 	down := plainServe(t, ws, "http://127.0.0.1:9", eglotCaps())
@@ -319,18 +327,10 @@ func (s *session) codeActions(path string, line int) map[string]codeAction {
 // action, and "Undo change" on the applied hunk.
 func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := plainServe(t, ws, up, eglotCaps())
+	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx, ws)
+	res := s.mustCommandChat("rename total to sum in calc.go")
 	// "total := 0" is line 4, "return total" line 16.
 	d := s.waitDiagnostics(path, 4, 16)
 	for i, dg := range d.Diagnostics {
@@ -398,18 +398,10 @@ func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 // offered as source actions.
 func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
-	s := plainServe(t, ws, up, eglotCaps())
+	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx, ws)
+	s.mustCommandChat("rename total to sum in calc.go")
 	s.waitDiagnostics(path, 4, 16)
 
 	acts := s.codeActions(path, 10) // padding, no hunk's changed line
@@ -468,15 +460,10 @@ func TestNoDiagnosticsWithoutTheCapability(t *testing.T) {
 // $/progress (begin … end), and its end is not repeated as a message.
 func TestPlainClientWithProgress(t *testing.T) {
 	t.Parallel()
-	ws := workspace(t, map[string]string{"calc.go": calcGo})
-	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	caps := eglotCaps()
 	caps["window"] = map[string]any{"workDoneProgress": true}
-	s := plainServe(t, ws, up, caps)
-	var res chatResult
-	if err := s.command("smith.chat", map[string]any{"message": "rename total to sum in calc.go"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	_, s := plainCalc(t, upstream.ProtocolV0, caps)
+	s.mustCommandChat("rename total to sum in calc.go")
 	var kinds []string
 	for _, n := range s.Notifications(editor.MethodProgress) {
 		var p struct {
