@@ -352,6 +352,29 @@ func (p *agentProc) prompt(t *testing.T, sid sdk.SessionId, text string) sdk.Pro
 	return r
 }
 
+// promptAsync sends a prompt without waiting for its answer, so that the
+// test can act while the turn runs; the answer comes on the channel.
+func (p *agentProc) promptAsync(t *testing.T, sid sdk.SessionId, text string) <-chan sdk.PromptResponse {
+	ctx := ctxT(t)
+	done := make(chan sdk.PromptResponse, 1)
+	go func() {
+		r, err := p.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+		if err != nil {
+			t.Errorf("prompt %q: %v", text, err)
+		}
+		done <- r
+	}()
+	return done
+}
+
+// cancel sends session/cancel for the session's running prompt.
+func (p *agentProc) cancel(t *testing.T, sid sdk.SessionId) {
+	t.Helper()
+	if err := p.conn.Cancel(ctxT(t), sdk.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // agentText is the concatenated agent_message_chunk text of the updates.
 func agentText(us []sdk.SessionNotification) string {
 	var b strings.Builder
@@ -638,18 +661,9 @@ func TestCancelMidStream(t *testing.T) {
 	c := &client{}
 	p := start(t, f, c)
 	sid := p.session(t, f)
-	done := make(chan sdk.PromptResponse, 1)
-	go func() {
-		r, err := p.conn.Prompt(ctxT(t), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("what does this project do?")}})
-		if err != nil {
-			t.Errorf("cancelled prompt: %v", err)
-		}
-		done <- r
-	}()
+	done := p.promptAsync(t, sid, "what does this project do?")
 	c.waitFor("the first chunk", func(us []sdk.SessionNotification) bool { return agentText(us) != "" })
-	if err := p.conn.Cancel(ctxT(t), sdk.CancelNotification{SessionId: sid}); err != nil {
-		t.Fatal(err)
-	}
+	p.cancel(t, sid)
 	if r := <-done; r.StopReason != sdk.StopReasonCancelled {
 		t.Errorf("stopReason %q, want cancelled", r.StopReason)
 	}
@@ -683,18 +697,9 @@ func TestCancelWithPermissionOpen(t *testing.T) {
 		}
 		return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{}}}, nil
 	}
-	done := make(chan sdk.PromptResponse, 1)
-	go func() {
-		r, err := p.conn.Prompt(ctxT(t), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("rename total to subtotal in main.go")}})
-		if err != nil {
-			t.Errorf("cancelled prompt: %v", err)
-		}
-		done <- r
-	}()
+	done := p.promptAsync(t, sid, "rename total to subtotal in main.go")
 	<-asked
-	if err := p.conn.Cancel(ctxT(t), sdk.CancelNotification{SessionId: sid}); err != nil {
-		t.Fatal(err)
-	}
+	p.cancel(t, sid)
 	close(cancelled)
 	if r := <-done; r.StopReason != sdk.StopReasonCancelled {
 		t.Errorf("stopReason %q, want cancelled", r.StopReason)
@@ -847,14 +852,7 @@ func TestBadInput(t *testing.T) {
 
 	// A second prompt while one runs in the session is refused, and the
 	// first one goes on to its end.
-	first := make(chan sdk.PromptResponse, 1)
-	go func() {
-		r, err := p.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("what does this project do?")}})
-		if err != nil {
-			t.Errorf("first prompt: %v", err)
-		}
-		first <- r
-	}()
+	first := p.promptAsync(t, sid, "what does this project do?")
 	c.waitFor("the first chunk", func(us []sdk.SessionNotification) bool { return agentText(us) != "" })
 	_, err = p.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("and another")}})
 	if re := rpcError(t, err); re.Code != -32600 || !strings.Contains(re.Message, "already running a prompt") {
@@ -1116,21 +1114,12 @@ func TestCancelStopsTheUpstream(t *testing.T) {
 	c := &client{}
 	p := start(t, f, c)
 	sid := p.session(t, f)
-	done := make(chan sdk.PromptResponse, 1)
-	go func() {
-		r, err := p.conn.Prompt(ctxT(t), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("what does this project do?")}})
-		if err != nil {
-			t.Errorf("prompt: %v", err)
-		}
-		done <- r
-	}()
+	done := p.promptAsync(t, sid, "what does this project do?")
 	c.waitFor("the first chunk", func(us []sdk.SessionNotification) bool { return agentText(us) != "" })
 	if strings.Contains(logs.String(), "path=/api/chat ") {
 		t.Fatalf("the chat request ended before the cancel:\n%s", logs.String())
 	}
-	if err := p.conn.Cancel(ctxT(t), sdk.CancelNotification{SessionId: sid}); err != nil {
-		t.Fatal(err)
-	}
+	p.cancel(t, sid)
 	if r := <-done; r.StopReason != sdk.StopReasonCancelled {
 		t.Errorf("stopReason %q", r.StopReason)
 	}
