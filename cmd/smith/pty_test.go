@@ -33,6 +33,45 @@ func (s *ptyScreen) waitFor(t *testing.T, want string, n int) {
 	}
 }
 
+// calcBeforeRename is calc.go before the fake upstream's rename of total to
+// subtotal, which proposes two hunks: the doc comment and signature, and
+// the call in double.
+const calcBeforeRename = "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
+
+// calcUpstream writes calcBeforeRename to ws/calc.go and serves a fake
+// AgentSmithy v0 upstream on ws; it returns the upstream's URL.
+func calcUpstream(t *testing.T, ws string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(calcBeforeRename), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0, PingInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(up.Handler())
+	t.Cleanup(func() { up.Close() })
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// startOnPTY starts cmd on a new pseudo-terminal (its own state folder,
+// TERM=xterm) and copies what it shows to screen; copied is closed when
+// the terminal has no more to show. The terminal is closed at the test's end.
+func startOnPTY(t *testing.T, cmd *exec.Cmd) (tty *os.File, screen *ptyScreen, copied <-chan struct{}) {
+	t.Helper()
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	screen = &ptyScreen{}
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(screen, tty); close(done) }()
+	return tty, screen, done
+}
+
 // TestHunkPromptOnPTY drives `smith chat` on a real pseudo-terminal: the
 // proposal has two hunks; the user asks for help, views the change, applies
 // the first hunk and rejects the second, and the file holds exactly that.
@@ -42,30 +81,12 @@ func TestHunkPromptOnPTY(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	orig := "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
 	want := "package calc\n\n// subtotal adds xs up.\nfunc subtotal(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
-	if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(orig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0, PingInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(up.Handler())
-	defer hs.Close()
-	defer up.Close()
+	url := calcUpstream(t, ws)
 
-	cmd := exec.Command(smith, "chat", "--upstream", hs.URL, "rename total to subtotal in calc.go")
+	cmd := exec.Command(smith, "chat", "--upstream", url, "rename total to subtotal in calc.go")
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	screen := &ptyScreen{}
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(screen, tty); close(copied) }()
+	tty, screen, copied := startOnPTY(t, cmd)
 
 	const prompt = "Apply this hunk of calc.go [y,n,a,q,v,?]? "
 	screen.waitFor(t, prompt, 1)
@@ -109,27 +130,10 @@ func TestHunkPromptEndsOnSignal(t *testing.T) {
 	}{{"kill -INT", syscall.SIGINT, 130}, {"kill -TERM", syscall.SIGTERM, 143}, {"typed Ctrl-C", 0, 130}} {
 		t.Run(c.name, func(t *testing.T) {
 			ws := t.TempDir()
-			orig := "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\ts := 0\n\tfor _, x := range xs {\n\t\ts += x\n\t}\n\treturn s\n}\n\nfunc double(xs []int) int {\n\treturn 2 * total(xs)\n}\n"
-			if err := os.WriteFile(filepath.Join(ws, "calc.go"), []byte(orig), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			up, err := upstream.New(upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0, PingInterval: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(up.Handler())
-			defer hs.Close()
-			defer up.Close()
-			cmd := exec.Command(smith, "chat", "--upstream", hs.URL, "rename total to subtotal in calc.go")
+			url := calcUpstream(t, ws)
+			cmd := exec.Command(smith, "chat", "--upstream", url, "rename total to subtotal in calc.go")
 			cmd.Dir = ws
-			cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
-			tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tty.Close()
-			screen := &ptyScreen{}
-			go func() { _, _ = io.Copy(screen, tty) }()
+			tty, screen, _ := startOnPTY(t, cmd)
 			const prompt = "Apply this hunk of calc.go [y,n,a,q,v,?]? "
 			screen.waitFor(t, prompt, 1)
 			io.WriteString(tty, "y\r")
@@ -141,6 +145,7 @@ func TestHunkPromptEndsOnSignal(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			var err error
 			select {
 			case err = <-done:
 			case <-time.After(10 * time.Second):
@@ -151,7 +156,7 @@ func TestHunkPromptEndsOnSignal(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
 				t.Fatalf("smith chat after %s: %v, want exit status %d\n%s", c.name, err, c.code, screen.String())
 			}
-			if got, _ := os.ReadFile(filepath.Join(ws, "calc.go")); string(got) != orig {
+			if got, _ := os.ReadFile(filepath.Join(ws, "calc.go")); string(got) != calcBeforeRename {
 				t.Errorf("calc.go changed after %s:\n%s", c.name, got)
 			}
 			screen.waitFor(t, "smith changes apply c1", 1) // how to act on the pending change
@@ -169,14 +174,7 @@ func TestServeOnPTY(t *testing.T) {
 	}
 	cmd := exec.Command(smith, "serve")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	screen := &ptyScreen{}
-	go func() { _, _ = io.Copy(screen, tty) }()
+	tty, screen, _ := startOnPTY(t, cmd)
 	screen.waitFor(t, "Ctrl-D quits", 1)
 	io.WriteString(tty, "\x04")
 	done := make(chan error, 1)
