@@ -103,15 +103,8 @@ func TestV0ProposalAppliedToDisk(t *testing.T) {
 
 func TestV0ProposalAppliedToOpenBufferWithItsVersion(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	ed := newTestEditor()
-	ed.open(f.path("main.go"), mainGo, 7)
-	p := f.e.Attach(ed)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f, ed, p, c := renameProposedInEditor(t, 7)
+	f.mustApply(p, c.ID)
 	calls := ed.applyCalls()
 	if len(calls) != 1 || len(calls[0].Edits) != 1 {
 		t.Fatalf("ApplyEdit calls %+v, want one with one edit", calls)
@@ -191,9 +184,7 @@ func TestUndoAfterRestart(t *testing.T) {
 	p := f.e.Attach(nil)
 	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
 	c := f.change(res)
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.mustApply(p, c.ID)
 	res2, _ := f.mustChat(p, "create b.txt with two")
 	c2 := f.change(res2)
 	if _, err := f.e.Apply(WithPeer(context.Background(), p), c2.ID, nil); err != nil {
@@ -254,12 +245,7 @@ func TestConflictWhenFileChangedBetweenPlanAndApply(t *testing.T) {
 
 func TestStaleBufferVersionIsAConflict(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	ed := newTestEditor()
-	ed.open(f.path("main.go"), mainGo, 1)
-	p := f.e.Attach(ed)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
+	f, ed, p, c := renameProposedInEditor(t, 1)
 	ed.refuse = errRefused // the buffer moved on between our read and the edit
 	_, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil)
 	if !errors.Is(err, ErrConflict) {

@@ -271,6 +271,27 @@ func renameProposed(t testing.TB) (*fixture, *Peer, Change) {
 	return f, p, f.change(res)
 }
 
+// renameProposedInEditor is renameProposed with main.go open in an editor
+// at version, the editor attached as the peer.
+func renameProposedInEditor(t testing.TB, version int32) (*fixture, *testEditor, *Peer, Change) {
+	t.Helper()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
+	ed := newTestEditor()
+	ed.open(f.path("main.go"), mainGo, version)
+	p := f.e.Attach(ed)
+	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
+	return f, ed, p, f.change(res)
+}
+
+// mustApply applies all of change id as peer p and fails the test if it
+// cannot.
+func (f *fixture) mustApply(p *Peer, id string) {
+	f.t.Helper()
+	if _, err := f.e.Apply(WithPeer(context.Background(), p), id, nil); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // change returns the one change of res.
 func (f *fixture) change(res *ChatResult) Change {
 	f.t.Helper()

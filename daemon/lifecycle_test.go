@@ -72,9 +72,7 @@ func TestResetFileIsNotListedApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.mustApply(p, c.ID)
 	applied := f.read("f.txt")
 	f.write("f.txt", twentyLines()) // git checkout .
 	list := f.e.list(ChangeFilter{})

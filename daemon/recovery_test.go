@@ -21,9 +21,7 @@ import (
 // keep it undoable, and remove those temporaries.
 func TestRestartSettlesAWriteKilledBeforeItsStatus(t *testing.T) {
 	f, p, c := renameProposed(t)
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.mustApply(p, c.ID)
 	dir, err := StateDirOf(f.cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,15 +32,8 @@ func TestAutoApplyWritesProposalsAsTheyArrive(t *testing.T) {
 
 func TestUndoThroughTheEditor(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"main.go": mainGo}})
-	ed := newTestEditor()
-	ed.open(f.path("main.go"), mainGo, 1)
-	p := f.e.Attach(ed)
-	res, _ := f.mustChat(p, "rename Foo to Bar in main.go")
-	c := f.change(res)
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f, ed, p, c := renameProposedInEditor(t, 1)
+	f.mustApply(p, c.ID)
 	got, err := f.e.Undo(WithPeer(context.Background(), p), "")
 	if err != nil {
 		t.Fatal(err)
@@ -355,9 +348,7 @@ func TestConcurrentTurnsKeepTheirOwnEvents(t *testing.T) {
 func TestInterruptedWriteIsSettledAtStart(t *testing.T) {
 	t.Parallel()
 	f, p, c := renameProposed(t)
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.mustApply(p, c.ID)
 	dir := f.e.StateDir()
 	f.e.Close()
 	// Make the journal look as if the process died between writing the
@@ -636,9 +627,7 @@ func TestProposeOutsideATurn(t *testing.T) {
 	if c.Status != StatusPending || len(c.Hunks) != 1 || c.TurnID != "" {
 		t.Fatalf("proposal %+v", c)
 	}
-	if _, err := f.e.Apply(WithPeer(context.Background(), p), c.ID, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.mustApply(p, c.ID)
 	if !strings.Contains(f.read("main.go"), "func Foo() int64 {") {
 		t.Fatalf("main.go:\n%s", f.read("main.go"))
 	}
