@@ -22,57 +22,11 @@ if ! emacs --batch --eval "(require 'eglot)" >/dev/null 2>&1; then
 	echo "emacs tests: eglot is not installed; install it (apt-get install -y elpa-eglot) or run .ci/run" >&2
 	exit 1
 fi
-if [ -z "${SMITH_BIN:-}" ]; then
-	echo "emacs tests: SMITH_BIN is not set; run 'make emacstest' or SMITH_BIN=\$PWD/bin/smith $0" >&2
-	exit 1
-fi
-case $SMITH_BIN in /*) ;; *) SMITH_BIN=$PWD/$SMITH_BIN ;; esac
-if [ ! -x "$SMITH_BIN" ]; then
-	echo "emacs tests: SMITH_BIN=$SMITH_BIN is not an executable; build it with 'make build'" >&2
-	exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/smith-emacs-test.XXXXXX")
-tmp=$(cd "$tmp" && pwd -P)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	if [ -n "${SMITH_TEST_KEEP:-}" ]; then
-		echo "emacs tests: kept $tmp (Emacs's output in emacs.out, eglot's event log in events.log)" >&2
-	else
-		rm -rf "$tmp"
-	fi
-}
-trap cleanup EXIT
-
-export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_CACHE_HOME=$tmp/cache
-export HOME=$tmp/home TMPDIR=$tmp/tmp
-mkdir -p "$HOME" "$TMPDIR"
-
-# start_upstream NAME WORKSPACE PROTOCOL: starts `smith upstream` and sets
-# URL to the base URL it prints as its first stdout line.
-start_upstream() {
-	local name=$1 ws=$2 protocol=$3
-	mkdir -p "$ws/.git" # a project root for project.el
-	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 --protocol "$protocol" \
-		>"$tmp/$name.out" 2>"$tmp/$name.log" &
-	pids+=($!)
-	URL=
-	for _ in $(seq 100); do
-		URL=$(head -n 1 "$tmp/$name.out" 2>/dev/null || true)
-		[ -n "$URL" ] && break
-		kill -0 "${pids[-1]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$URL" ]; then
-		echo "emacs tests: '$SMITH_BIN upstream' did not print its URL; its log:" >&2
-		cat "$tmp/$name.log" >&2
-		exit 1
-	fi
-}
+# shellcheck source=../lib/suite.sh
+. "$here/../lib/suite.sh"
+suite_init emacs "Emacs's output in emacs.out, eglot's event log in events.log"
+# A project root for project.el in each workspace.
+mkdir -p "$tmp/ws/.git" "$tmp/ws-v2/.git"
 
 # AgentSmithy v0 proposes diffs: smith and the editor apply them.
 start_upstream v0 "$tmp/ws" v0

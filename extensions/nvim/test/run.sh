@@ -18,64 +18,10 @@ if ! command -v nvim >/dev/null 2>&1; then
 	echo "nvim tests: nvim is not installed; install it (apt-get install -y neovim) or run .ci/run" >&2
 	exit 1
 fi
-if [ -z "${SMITH_BIN:-}" ]; then
-	echo "nvim tests: SMITH_BIN is not set; run 'make nvimtest' or SMITH_BIN=\$PWD/bin/smith $0" >&2
-	exit 1
-fi
-case $SMITH_BIN in /*) ;; *) SMITH_BIN=$PWD/$SMITH_BIN ;; esac
-if [ ! -x "$SMITH_BIN" ]; then
-	echo "nvim tests: SMITH_BIN=$SMITH_BIN is not an executable; build it with 'make build'" >&2
-	exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/smith-nvim-test.XXXXXX")
-tmp=$(cd "$tmp" && pwd -P)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	if [ -n "${SMITH_TEST_KEEP:-}" ]; then
-		echo "nvim tests: kept $tmp (Neovim's stderr in nvim.err, the LSP log in cache/nvim/lsp.log)" >&2
-	else
-		rm -rf "$tmp"
-	fi
-}
-trap cleanup EXIT
-
-# Neovim, smith and the upstream keep their state in the scratch directory.
-export XDG_STATE_HOME=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_CACHE_HOME=$tmp/cache
-export HOME=$tmp/home TMPDIR=$tmp/tmp
-mkdir -p "$HOME" "$TMPDIR"
-
-# start_upstream NAME WORKSPACE PROTOCOL [flags...]: starts `smith upstream`
-# (PROTOCOL "" for the other dialects)
-# and sets URL to the base URL it prints as its first stdout line.
-start_upstream() {
-	local name=$1 ws=$2 protocol=$3
-	shift 3
-	mkdir -p "$ws"
-	local pflag=(--protocol "$protocol")
-	[ -z "$protocol" ] && pflag=()
-	"$SMITH_BIN" upstream --workspace "$ws" --addr 127.0.0.1:0 "${pflag[@]}" "$@" \
-		>"$tmp/$name.out" 2>"$tmp/$name.log" &
-	pids+=($!)
-	URL=
-	for _ in $(seq 100); do
-		URL=$(head -n 1 "$tmp/$name.out" 2>/dev/null || true)
-		[ -n "$URL" ] && break
-		if ! kill -0 "${pids[-1]}" 2>/dev/null; then
-			break
-		fi
-		sleep 0.1
-	done
-	if [ -z "$URL" ]; then
-		echo "nvim tests: '$SMITH_BIN upstream' did not print its URL; its log:" >&2
-		cat "$tmp/$name.log" >&2
-		exit 1
-	fi
-}
+# Neovim, smith and the upstreams keep their state in the scratch directory.
+# shellcheck source=../../../test/lib/suite.sh
+. "$here/../../../test/lib/suite.sh"
+suite_init nvim "Neovim's stderr in nvim.err, the LSP log in cache/nvim/lsp.log"
 
 # AgentSmithy v0 sends diffs and writes nothing: smith and the editor apply
 # them (accept, reject, undo).
