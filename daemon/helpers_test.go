@@ -283,6 +283,26 @@ func renameProposedInEditor(t testing.TB, version int32) (*fixture, *testEditor,
 	return f, ed, p, f.change(res)
 }
 
+// textbookEngine is an engine, without a watcher, on an empty workspace
+// served by an embedded upstream of the textbook dialect (which keeps no
+// dialogs: smith keeps them), replaying replay when it is not nil.
+func textbookEngine(t testing.TB, replay []byte) *Engine {
+	t.Helper()
+	ws := t.TempDir()
+	up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1, Replay: replay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(up.Handler())
+	t.Cleanup(srv.Close)
+	e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, Dialect: protocol.DialectTextbook, StateDir: t.TempDir(), NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // mustApply applies all of change id as peer p and fails the test if it
 // cannot.
 func (f *fixture) mustApply(p *Peer, id string) {

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/smith-dev/smith/protocol"
-	"github.com/smith-dev/smith/protocol/upstream"
 )
 
 func TestHistoryAnswer(t *testing.T) {
@@ -65,18 +63,7 @@ func TestLongAnswerStateStaysSmall(t *testing.T) {
 		fmt.Fprintf(&body, "data: {\"type\":\"delta\",\"content\":\"%06d lorem ipsum dolor sit amet, consectetur adipiscing elit \"}\n\n", i)
 	}
 	body.WriteString("data: {\"type\":\"done\",\"citations\":[]}\n\n")
-	ws := t.TempDir()
-	up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1, Replay: []byte(body.String())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(up.Handler())
-	defer srv.Close()
-	e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, Dialect: protocol.DialectTextbook, StateDir: t.TempDir(), NoWatch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := textbookEngine(t, []byte(body.String()))
 	p := e.Attach(nil)
 	var streamed strings.Builder
 	res, err := e.Chat(WithPeer(context.Background(), p), ChatRequest{Message: "tell me everything"}, func(ev protocol.Event) {

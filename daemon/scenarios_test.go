@@ -214,18 +214,7 @@ func TestSessionCallsNeedAgentSmithy(t *testing.T) {
 
 func TestLocalDialogsForUpstreamsWithoutDialogs(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
-	up, err := upstream.New(upstream.Options{Workspace: ws, Dialect: protocol.DialectTextbook, PingInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(up.Handler())
-	defer srv.Close()
-	e, err := New(context.Background(), Config{Workspace: ws, Upstream: srv.URL, Dialect: protocol.DialectTextbook, StateDir: t.TempDir(), NoWatch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := textbookEngine(t, nil)
 	p := e.Attach(nil)
 	var first *ChatResult
 	for _, msg := range []string{"hello there", "and again"} {
