@@ -44,12 +44,9 @@ func waitChange(t *testing.T, s *session, id, status string) daemon.Change {
 // has nothing to see).
 func TestDidChangeRevalidates(t *testing.T) {
 	t.Parallel()
-	ws, s := serveCalc(t)
+	_, s := serveCalc(t)
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx)
 	res := s.mustChat("rename total to sum in calc.go")
 	if c := s.change(res.Changes[0]); c.Status != daemon.StatusPending {
 		t.Fatalf("change %s is %s, want pending", c.ID, c.Status)

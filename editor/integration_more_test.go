@@ -219,12 +219,9 @@ func TestProgress(t *testing.T) {
 // ($/cancelRequest server → client), and nothing is applied.
 func TestCancelPropagatesToTheEditor(t *testing.T) {
 	t.Parallel()
-	ws, s := serveCalc(t)
+	_, s := serveCalc(t)
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx)
 	res := s.mustChat("rename total to sum in calc.go")
 	s.HoldEdits(true)
 	call, err := s.CallRaw(editor.MethodChangeApply, map[string]any{"changeId": res.Changes[0]})

@@ -5,6 +5,7 @@ package editor_test
 // package editortest, against the embedded upstream on loopback.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -89,6 +90,17 @@ func serveCalc(t *testing.T) (ws string, s *session) {
 	ws = workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV0})
 	return ws, serve(t, ws, up, t.TempDir())
+}
+
+// openCalc opens the session workspace's calc.go with its text on disk and
+// returns its path.
+func (s *session) openCalc(ctx context.Context) string {
+	s.t.Helper()
+	path := filepath.Join(s.ws, "calc.go")
+	if err := s.Open(ctx, path, calcGo); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
 }
 
 // serve starts smith serve for ws against up and initializes it.
@@ -440,12 +452,9 @@ func TestConflictWhenTheFileChangedBeforeApply(t *testing.T) {
 
 func TestConflictWhenTheBufferChangedBeforeApply(t *testing.T) {
 	t.Parallel()
-	ws, s := serveCalc(t)
+	_, s := serveCalc(t)
 	ctx := testCtx(t)
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		t.Fatal(err)
-	}
+	path := s.openCalc(ctx)
 	res := s.mustChat("rename total to sum in calc.go")
 	// The user rewrites the line the first hunk changes.
 	if err := s.ChangeRange(ctx, path, 4, 1, 4, 11, "total := 1"); err != nil {

@@ -1,7 +1,6 @@
 package editor_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -19,9 +18,9 @@ import (
 // the text the first one left, not refused for the old version.
 func TestApplyBeforeTheEditorReportsThePreviousEdit(t *testing.T) {
 	t.Parallel()
-	ws, s := serveCalc(t)
+	_, s := serveCalc(t)
 	ctx := testCtx(t)
-	path := s.openCalc(ctx, ws)
+	path := s.openCalc(ctx)
 	s.DeferChanges(true)
 	res := s.mustChat("rename total to sum in calc.go")
 	c := s.change(res.Changes[0])
@@ -89,22 +88,11 @@ func (s *session) command(name string, params any, result any) error {
 
 // plainCalc serves a workspace holding calc.go, against an upstream that
 // speaks proto, to a plain LSP client that announced caps.
-func plainCalc(t *testing.T, proto string, caps map[string]any) (ws string, s *session) {
+func plainCalc(t *testing.T, proto string, caps map[string]any) *session {
 	t.Helper()
-	ws = workspace(t, map[string]string{"calc.go": calcGo})
+	ws := workspace(t, map[string]string{"calc.go": calcGo})
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: proto})
-	return ws, plainServe(t, ws, up, caps)
-}
-
-// openCalc opens the workspace's calc.go with its text on disk and returns
-// its path.
-func (s *session) openCalc(ctx context.Context, ws string) string {
-	s.t.Helper()
-	path := filepath.Join(ws, "calc.go")
-	if err := s.Open(ctx, path, calcGo); err != nil {
-		s.t.Fatal(err)
-	}
-	return path
+	return plainServe(t, ws, up, caps)
 }
 
 // mustCommandChat runs a turn through the smith.chat command, as a plain
@@ -123,9 +111,9 @@ func (s *session) mustCommandChat(message string) chatResult {
 // smith/fileChanged.
 func TestUpstreamWriteUpdatesThePlainClientsBuffer(t *testing.T) {
 	t.Parallel()
-	ws, s := plainCalc(t, upstream.ProtocolV2, eglotCaps())
+	s := plainCalc(t, upstream.ProtocolV2, eglotCaps())
 	ctx := testCtx(t)
-	path := s.openCalc(ctx, ws)
+	path := s.openCalc(ctx)
 	s.mustCommandChat("rename total to sum in calc.go")
 	want := strings.ReplaceAll(calcGo, "total", "sum")
 	if got := readFile(t, path); got != want {
@@ -144,7 +132,7 @@ func TestUpstreamWriteLeavesAPluginsBufferToIt(t *testing.T) {
 	up := startUpstream(t, upstream.Options{Workspace: ws, Protocol: upstream.ProtocolV2})
 	s := serve(t, ws, up, t.TempDir())
 	ctx := testCtx(t)
-	s.openCalc(ctx, ws)
+	s.openCalc(ctx)
 	s.mustChat("rename total to sum in calc.go")
 	if _, err := s.WaitNotification(ctx, editor.MethodFileChanged, nil); err != nil {
 		t.Fatal(err)
@@ -210,7 +198,7 @@ func (s *session) waitMessage(match func(shownMessage) bool) shownMessage {
 // announced no workDoneProgress).
 func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
 	t.Parallel()
-	_, s := plainCalc(t, upstream.ProtocolV0, showDocCaps())
+	s := plainCalc(t, upstream.ProtocolV0, showDocCaps())
 	res := s.mustCommandChat("rename total to sum in calc.go")
 	docs := s.shownDocuments(1)
 	transcript := editortest.PathOf(docs[0].URI)
@@ -242,11 +230,11 @@ func TestPlainClientIsShownTranscriptAndPreview(t *testing.T) {
 // end of a turn and a failure with window/showMessage.
 func TestPlainClientIsToldTurnEndAndErrors(t *testing.T) {
 	t.Parallel()
-	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
+	s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
 	res := s.mustCommandChat("rename total to sum in calc.go")
 	s.waitMessage(func(m shownMessage) bool { return m.Type == 3 && strings.Contains(m.Message, "turn completed") })
 
-	down := plainServe(t, ws, "http://127.0.0.1:9", eglotCaps())
+	down := plainServe(t, s.ws, "http://127.0.0.1:9", eglotCaps())
 	if err := down.command("smith.chat", map[string]any{"message": "hello"}, &res); err == nil {
 		t.Fatal("a turn against an upstream that is down succeeded")
 	}
@@ -327,9 +315,9 @@ func (s *session) codeActions(path string, line int) map[string]codeAction {
 // action, and "Undo change" on the applied hunk.
 func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 	t.Parallel()
-	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
+	s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
 	ctx := testCtx(t)
-	path := s.openCalc(ctx, ws)
+	path := s.openCalc(ctx)
 	res := s.mustCommandChat("rename total to sum in calc.go")
 	// "total := 0" is line 4, "return total" line 16.
 	d := s.waitDiagnostics(path, 4, 16)
@@ -398,9 +386,9 @@ func TestPlainClientReviewsWithDiagnosticsAndCodeActions(t *testing.T) {
 // offered as source actions.
 func TestPlainClientSeesConflictsAndChangeActions(t *testing.T) {
 	t.Parallel()
-	ws, s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
+	s := plainCalc(t, upstream.ProtocolV0, eglotCaps())
 	ctx := testCtx(t)
-	path := s.openCalc(ctx, ws)
+	path := s.openCalc(ctx)
 	s.mustCommandChat("rename total to sum in calc.go")
 	s.waitDiagnostics(path, 4, 16)
 
@@ -462,7 +450,7 @@ func TestPlainClientWithProgress(t *testing.T) {
 	t.Parallel()
 	caps := eglotCaps()
 	caps["window"] = map[string]any{"workDoneProgress": true}
-	_, s := plainCalc(t, upstream.ProtocolV0, caps)
+	s := plainCalc(t, upstream.ProtocolV0, caps)
 	s.mustCommandChat("rename total to sum in calc.go")
 	var kinds []string
 	for _, n := range s.Notifications(editor.MethodProgress) {
