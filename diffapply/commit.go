@@ -438,7 +438,7 @@ func (t *txn) stage(writes []Write) error {
 		if e.Temp == "" {
 			continue
 		}
-		if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
+		if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 			return fmt.Errorf("creating the directory of %s: %w", e.Path, err)
 		}
 		mode := writes[i].Mode
@@ -484,18 +484,14 @@ func (t *txn) missingDirs(dir string) []string {
 	return missing
 }
 
-// mkdirs creates dir (relative to the root) and its missing parents,
-// returning those it created, deepest first.
-func (t *txn) mkdirs(dir string) ([]string, error) {
-	missing := t.missingDirs(dir)
-	var created []string
-	for _, d := range slices.Backward(missing) {
+// mkdirs creates dir (relative to the root) and its missing parents.
+func (t *txn) mkdirs(dir string) error {
+	for _, d := range slices.Backward(t.missingDirs(dir)) {
 		if err := t.d.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return created, err
+			return err
 		}
-		created = append([]string{d}, created...)
 	}
-	return created, nil
+	return nil
 }
 
 // createFile creates name (which must not exist) in d (or, with a nil d,
@@ -783,7 +779,7 @@ func (t *txn) restore(e journalEntry, old []byte) error {
 	if tmp == "" {
 		tmp = path.Join(path.Dir(e.Path), "."+path.Base(e.Path)+".smith-"+randomHex(6))
 	}
-	if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
+	if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 		return err
 	}
 	t.d.Remove(tmp)
