@@ -412,7 +412,7 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		e.Before, e.After = got, HashAbsent
 		if w.Content != nil {
 			e.After = Hash(w.Content)
-			e.Temp = path.Join(path.Dir(r), "."+path.Base(r)+".smith-"+randomHex(6))
+			e.Temp = tempName(r)
 			// The directories to create are in the staging manifest, so
 			// that recovery removes them with the temp file.
 			e.Dirs = t.missingDirs(path.Dir(r))
@@ -641,6 +641,12 @@ func newTxDir(journalDir string) (string, error) {
 	return tx, nil // journalDir is synced with the committed manifest
 }
 
+// tempName is a fresh temp file name next to the target rel
+// (".NAME.smith-XXXXXXXXXXXX"), relative to the root like rel.
+func tempName(rel string) string {
+	return path.Join(path.Dir(rel), "."+path.Base(rel)+".smith-"+randomHex(6))
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -777,7 +783,7 @@ func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
 func (t *txn) restore(e journalEntry, old []byte) error {
 	tmp := e.Temp
 	if tmp == "" {
-		tmp = path.Join(path.Dir(e.Path), "."+path.Base(e.Path)+".smith-"+randomHex(6))
+		tmp = tempName(e.Path)
 	}
 	if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 		return err
