@@ -341,14 +341,7 @@ func (t *txn) writeBackups(i int, pre []preimage) error {
 // discard removes what a commit that renamed nothing created: its temp
 // files, the directories made for them, its journal.
 func (t *txn) discard() {
-	for _, e := range t.m.Entries {
-		if e.Temp != "" {
-			t.d.Remove(e.Temp)
-		}
-		for _, dd := range e.Dirs {
-			t.d.Remove(dd)
-		}
-	}
+	t.removeStaged()
 	if t.tx != "" {
 		os.RemoveAll(t.tx)
 	}
@@ -901,7 +894,7 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	var werr error
 	switch t.m.State {
 	case stateStaging:
-		t.discardRecovered()
+		t.removeStaged()
 	case stateCommitted:
 		werr = t.rollForward()
 		did = true
@@ -929,9 +922,10 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	return did, nil
 }
 
-// discardRecovered removes the temp files and directories of a
-// transaction that never committed.
-func (t *txn) discardRecovered() {
+// removeStaged removes the temp files and the directories made for them
+// by a transaction that never committed (Commit's discard, and recovery
+// of a staging journal).
+func (t *txn) removeStaged() {
 	for _, e := range t.m.Entries {
 		if e.Temp != "" {
 			t.d.Remove(e.Temp)
