@@ -314,7 +314,7 @@ func (e *Engine) view(id string) *Change {
 	}
 	v := snap.Change
 	v.Hunks = slices.Clone(snap.Hunks)
-	e.present(nil, &snap, &v)
+	e.present(&snap, &v)
 	return &v
 }
 
@@ -350,7 +350,7 @@ func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	for i := range snaps {
 		v := snaps[i].Change
 		v.Hunks = slices.Clone(snaps[i].Hunks)
-		e.present(nil, &snaps[i], &v)
+		e.present(&snaps[i], &v)
 		if f.Status == "" || v.Status == f.Status {
 			out = append(out, v)
 		}
