@@ -1,6 +1,7 @@
 // What a user can do about an error from smith serve: the message it carries (smith's messages
 // say what happened and what to do) and the buttons that help, chosen by the stable code.
 import { ErrorCodes } from './protocol';
+import { errorMessage } from './session';
 
 export type Action = 'Retry' | 'Open settings' | 'Show output' | 'Review changes' | 'Stop';
 
@@ -15,7 +16,7 @@ export function errorCode(err: unknown): number | undefined {
 
 /** Advice for an error of the operation named by `what` ("chat", "apply c1", ...). */
 export function advise(what: string, err: unknown): Advice {
-  const raw = err && typeof err === 'object' && 'message' in err ? String((err as { message: unknown }).message) : String(err);
+  const raw = errorMessage(err);
   const code = errorCode(err);
   switch (code) {
     case ErrorCodes.UpstreamUnreachable:

@@ -6,8 +6,8 @@
 import * as vscode from 'vscode';
 import * as path from 'node:path';
 import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
-import { SmithSession, REVIEWABLE, hunkLine } from './session';
-import type { Change, Dialog, Hunk, Status } from './protocol';
+import { SmithSession, REVIEWABLE, hunkLine, errorMessage } from './session';
+import { ErrorCodes, type Change, type Dialog, type Hunk, type Status } from './protocol';
 import { advise, type Action } from './errors';
 import { chatHtml, nonce } from './chatHtml';
 import { findSmith, INSTALL_COMMAND } from './findSmith';
@@ -211,7 +211,7 @@ class SmithExtension {
     try {
       this.status = await this.session.status();
     } catch (err) {
-      this.output.appendLine(`smith: status: ${String((err as Error).message ?? err)}`);
+      this.output.appendLine(`smith: status: ${errorMessage(err)}`);
     }
     this.renderStatus();
   }
@@ -379,7 +379,7 @@ class SmithExtension {
     try {
       await this.session.refreshChanges();
     } catch (err) {
-      this.output.appendLine(`smith: listing changes: ${String((err as Error).message ?? err)}`);
+      this.output.appendLine(`smith: listing changes: ${errorMessage(err)}`);
     }
   }
 
@@ -432,7 +432,7 @@ class SmithExtension {
         review = { changeId, result: now, original: p.original, hunks: [] };
       }
     } catch (err) {
-      this.output.appendLine(`smith: preview of ${changeId}: ${String((err as Error).message ?? err)}`);
+      this.output.appendLine(`smith: preview of ${changeId}: ${errorMessage(err)}`);
       return undefined;
     }
     this.reviews.set(changeId, review);
@@ -519,7 +519,7 @@ class SmithExtension {
     try {
       const c = kind === 'apply' ? await session.apply(changeId, hunks) : await session.reject(changeId, hunks);
       if (c.status === 'conflict') {
-        void this.notify(`${kind} ${c.path}`, { code: -32015, message: c.reason ?? 'the file changed' });
+        void this.notify(`${kind} ${c.path}`, { code: ErrorCodes.Conflict, message: c.reason ?? 'the file changed' });
       }
     } catch (err) {
       await this.refreshChanges();
