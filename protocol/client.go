@@ -225,14 +225,7 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func (c *Client) idleTimeout() time.Duration {
-	switch d := c.cfg.IdleTimeout; {
-	case d == 0:
-		return DefaultIdleTimeout
-	case d < 0:
-		return 0
-	default:
-		return d
-	}
+	return orDefault(c.cfg.IdleTimeout, DefaultIdleTimeout)
 }
 
 // keepServerTiming keeps rag's Server-Timing header on the turn.
