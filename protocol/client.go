@@ -384,7 +384,7 @@ func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event)
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
 		return sum, err
 	}
-	if errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrNoProgress) || errors.Is(err, ErrTurnLimit) { // a stall, as during the stream
+	if stopped(err) { // a stall, as during the stream
 		sum.Outcome = OutcomeInterrupted
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeInterrupted, Reason: err.Error()}})
 		return sum, err
