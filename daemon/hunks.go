@@ -213,20 +213,22 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 	if c.Abs == "" {
 		return
 	}
-	text, exists, err := e.userText(p, c.source())
-	if c.Status == StatusAppliedUpstream {
+	var text []byte
+	var exists bool
+	var err error
+	switch {
+	case c.Status == StatusAppliedUpstream:
 		// The server wrote the disk; an open buffer may not have been
 		// reloaded yet.
 		text, exists, err = e.ws.readFile(c.source())
+	case c.OldAbs != "" && c.Status == StatusApplied:
+		// An applied rename: its text is at the target now.
+		text, exists, err = e.userText(p, c.Abs)
+	default:
+		text, exists, err = e.userText(p, c.source())
 	}
 	if err != nil {
 		return
-	}
-	if c.OldAbs != "" && c.Status == StatusApplied {
-		// An applied rename: its text is at the target now.
-		if text, exists, err = e.userText(p, c.Abs); err != nil {
-			return
-		}
 	}
 	pl := e.place(c, text, exists)
 	describe(c, v.Hunks, pl, func(h Hunk) bool { return h.Status == StatusPending })

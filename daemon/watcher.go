@@ -133,8 +133,7 @@ func (w *watcher) watchDir(file string) (string, bool) {
 // inStateDir reports whether p lies in smith's state folder (when that
 // lies inside the workspace): smith's own writes are never changes.
 func (w *watcher) inStateDir(p string) bool {
-	sd := w.e.store.dir
-	return p == sd || strings.HasPrefix(p, sd+string(filepath.Separator))
+	return under(p, w.e.store.dir)
 }
 
 // sync adds the watches the open changes need and drops the others. It

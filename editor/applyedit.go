@@ -106,12 +106,8 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 	}
 	// After an edit the editor has not reported yet, its version is not
 	// known: the edit goes without one (predict.go).
-	var version *int32
-	if len(doc.predicted) == 0 {
-		version = &fe.Version
-	}
 	return []DocumentChange{{TextDocumentEdit: &TextDocumentEdit{
-		TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: version},
+		TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: doc.knownVersion()},
 		Edits:        tedits,
 	}}}, nil
 }

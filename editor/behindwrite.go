@@ -70,11 +70,6 @@ func (c *client) reloadDocument(path string) {
 	if bytes.Equal(doc.seen(), disk) {
 		return
 	}
-	var version *int32
-	if len(doc.predicted) == 0 {
-		v := doc.version
-		version = &v
-	}
 	var edits []TextEdit
 	if e := minimalEdit(doc.seen(), disk, c.encoding()); e != nil {
 		edits = []TextEdit{*e}
@@ -82,7 +77,7 @@ func (c *client) reloadDocument(path string) {
 	params := &ApplyWorkspaceEditParams{
 		Label: "smith: " + filepath.Base(path) + " was written on disk",
 		Edit: WorkspaceEdit{DocumentChanges: []DocumentChange{{TextDocumentEdit: &TextDocumentEdit{
-			TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: version},
+			TextDocument: OptionalVersionedTextDocumentIdentifier{URI: doc.uri, Version: doc.knownVersion()},
 			Edits:        edits,
 		}}}},
 	}

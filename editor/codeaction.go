@@ -2,6 +2,7 @@ package editor
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/smith-dev/smith/daemon"
@@ -186,10 +187,8 @@ func (c *client) currentChange(hunks bool) (changeID string, hunkIDs []string, e
 		return "", nil, err
 	}
 	for i := len(all) - 1; i >= 0; i-- {
-		for _, h := range all[i].Hunks {
-			if h.Status == daemon.StatusPending || h.Status == daemon.StatusConflict {
-				return all[i].ID, nil, nil
-			}
+		if slices.ContainsFunc(all[i].Hunks, awaitsDecision) {
+			return all[i].ID, nil, nil
 		}
 	}
 	return "", nil, invalidParams("no change awaits a decision: pass {\"changeId\": ...} (smith.changes lists them)")

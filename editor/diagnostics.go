@@ -81,7 +81,7 @@ type hunkPlace struct {
 func placeOf(c daemon.Change, i int) hunkPlace {
 	h := c.Hunks[i]
 	p := hunkPlace{change: c, hunk: h, index: i}
-	if h.Status == daemon.StatusApplied || h.Status == daemon.StatusAppliedUpstream {
+	if p.written() {
 		start := max(h.NewStart-1, 0)
 		if h.NewLines == 0 {
 			start = h.NewStart
@@ -132,8 +132,11 @@ func placeOf(c daemon.Change, i int) hunkPlace {
 }
 
 // open reports whether the hunk awaits a decision.
-func (p hunkPlace) open() bool {
-	return p.hunk.Status == daemon.StatusPending || p.hunk.Status == daemon.StatusConflict
+func (p hunkPlace) open() bool { return awaitsDecision(p.hunk) }
+
+// awaitsDecision reports whether h is pending or conflicting.
+func awaitsDecision(h daemon.Hunk) bool {
+	return h.Status == daemon.StatusPending || h.Status == daemon.StatusConflict
 }
 
 // written reports whether the hunk is in the file now.

@@ -182,12 +182,9 @@ func (o *outbox) hurry() {
 	defer o.mu.Unlock()
 	if o.stall > closeWait {
 		o.stall = closeWait
-		if o.waiters > 0 {
-			// Wake them to wait again with the shorter time. Not a sign of
-			// room: they check the queue again.
-			close(o.progress)
-			o.progress = make(chan struct{})
-		}
+		// Wake the waiters to wait again with the shorter time. Not a sign
+		// of room: they check the queue again.
+		o.signalLocked()
 	}
 }
 

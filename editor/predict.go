@@ -29,6 +29,16 @@ func (d document) seen() []byte {
 	return d.text
 }
 
+// knownVersion is the buffer's version to send with an edit, nil while an
+// accepted edit is not reported yet (its version is not known then).
+func (d document) knownVersion() *int32 {
+	if len(d.predicted) > 0 {
+		return nil
+	}
+	v := d.version
+	return &v
+}
+
 // expect records, for each text edit of an open buffer the editor has just
 // accepted, the text it leaves, unless a didChange already reported it.
 func (d *documents) expect(edits []daemon.FileEdit) {

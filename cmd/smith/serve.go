@@ -164,26 +164,7 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 		if err != nil {
 			return daemon.Config{}, err
 		}
-		dialect := st.Get("dialect")
-		if dialect == "auto" {
-			dialect = ""
-		}
-		cfg := daemon.Config{
-			Workspace:       ws,
-			Upstream:        st.Get("upstream"),
-			Dialect:         protocol.Dialect(dialect),
-			Token:           st.Get("token"),
-			StateDir:        st.Get("state_dir"),
-			IdleTimeout:     st.Duration("idle_timeout"),
-			ProgressTimeout: st.Duration("progress_timeout"),
-			TurnLimit:       st.Duration("turn_limit"),
-			MaxTurns:        st.Int("max_turns"),
-			MaxMessage:      st.Int("max_message"),
-			MaxEventSize:    st.Int("max_event_size"),
-			AutoApply:       st.Bool("auto_apply"),
-
-			CheckUpstreamWorkspace: upstreamFound(st),
-		}
+		cfg := engineConfig(st)
 		return editor.ApplyInitOptions(cfg, editor.InitOptions{})
 	}
 }
