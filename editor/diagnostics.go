@@ -184,17 +184,26 @@ func verbOf(c daemon.Change) string {
 
 // placesIn returns the hunks of the changes of path (absolute), in the
 // engine's order (oldest change first).
-func (c *client) placesIn(path string) []hunkPlace {
+func (c *client) placesIn(path string) []hunkPlace { return c.placesOf(c.allChanges(), path) }
+
+// allChanges lists the engine's changes; nil when there is no engine yet
+// or it cannot list them.
+func (c *client) allChanges() []daemon.Change {
 	eng, _, err := c.session()
 	if err != nil {
 		return nil
 	}
-	key := canonicalPath(path)
-	var out []hunkPlace
 	all, err := eng.Changes(context.Background(), daemon.ChangeFilter{})
 	if err != nil {
 		return nil
 	}
+	return all
+}
+
+// placesOf returns the hunks of the changes in all of path (absolute).
+func (c *client) placesOf(all []daemon.Change, path string) []hunkPlace {
+	key := canonicalPath(path)
+	var out []hunkPlace
 	for _, ch := range all {
 		if canonicalPath(c.absPath(ch.Path)) != key {
 			continue
@@ -214,15 +223,16 @@ func (c *client) publishDiagnostics(paths ...string) {
 	c.mu.Lock()
 	wanted := c.caps.diagnostics
 	c.mu.Unlock()
-	if !wanted { // a terminal, say: nothing would show them
+	if !wanted || len(paths) == 0 { // a terminal, say: nothing would show them
 		return
 	}
 	c.review.mu.Lock()
 	defer c.review.mu.Unlock()
+	all := c.allChanges() // once for every path, not once per path
 	for _, path := range paths {
 		key := canonicalPath(path)
 		diags := []Diagnostic{}
-		for _, p := range c.placesIn(path) {
+		for _, p := range c.placesOf(all, path) {
 			if !p.open() {
 				continue
 			}
