@@ -308,17 +308,13 @@ func (e *Engine) verifyUpstream(c *changeRecord) {
 // view returns a copy of change id for the fronts, or nil, its hunks
 // placed in the text the user sees now (present).
 func (e *Engine) view(id string) *Change {
-	e.cs.mu.Lock()
-	c, ok := e.cs.byID[id]
-	if !ok {
-		e.cs.mu.Unlock()
+	_, snap, err := e.cs.recordSnapshot(id)
+	if err != nil {
 		return nil
 	}
-	snap := c.snapshot()
-	e.cs.mu.Unlock()
 	v := snap.Change
 	v.Hunks = slices.Clone(snap.Hunks)
-	e.present(nil, &snap, &v)
+	e.present(&snap, &v)
 	return &v
 }
 
@@ -354,7 +350,7 @@ func (e *Engine) Changes(_ context.Context, f ChangeFilter) ([]Change, error) {
 	for i := range snaps {
 		v := snaps[i].Change
 		v.Hunks = slices.Clone(snaps[i].Hunks)
-		e.present(nil, &snaps[i], &v)
+		e.present(&snaps[i], &v)
 		if f.Status == "" || v.Status == f.Status {
 			out = append(out, v)
 		}

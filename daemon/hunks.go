@@ -206,9 +206,9 @@ func (e *Engine) holds(c *changeRecord, hunks []Hunk, text []byte, exists bool) 
 }
 
 // present fills what a front shows of change v (a copy of record c) from
-// the text the user sees now: the hunks' ranges and texts, and the whole
-// forward diff.
-func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
+// the text the user sees now (in any attached editor, else on disk): the
+// hunks' ranges and texts, and the whole forward diff.
+func (e *Engine) present(c *changeRecord, v *Change) {
 	v.Diff = c.Diff
 	if c.Abs == "" {
 		return
@@ -223,9 +223,9 @@ func (e *Engine) present(p *Peer, c *changeRecord, v *Change) {
 		text, exists, err = e.ws.readFile(c.source())
 	case c.OldAbs != "" && c.Status == StatusApplied:
 		// An applied rename: its text is at the target now.
-		text, exists, err = e.userText(p, c.Abs)
+		text, exists, err = e.userText(nil, c.Abs)
 	default:
-		text, exists, err = e.userText(p, c.source())
+		text, exists, err = e.userText(nil, c.source())
 	}
 	if err != nil {
 		return
