@@ -341,14 +341,7 @@ func (t *txn) writeBackups(i int, pre []preimage) error {
 // discard removes what a commit that renamed nothing created: its temp
 // files, the directories made for them, its journal.
 func (t *txn) discard() {
-	for _, e := range t.m.Entries {
-		if e.Temp != "" {
-			t.d.Remove(e.Temp)
-		}
-		for _, dd := range e.Dirs {
-			t.d.Remove(dd)
-		}
-	}
+	t.removeStaged()
 	if t.tx != "" {
 		os.RemoveAll(t.tx)
 	}
@@ -412,7 +405,7 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		e.Before, e.After = got, HashAbsent
 		if w.Content != nil {
 			e.After = Hash(w.Content)
-			e.Temp = path.Join(path.Dir(r), "."+path.Base(r)+".smith-"+randomHex(6))
+			e.Temp = tempName(r)
 			// The directories to create are in the staging manifest, so
 			// that recovery removes them with the temp file.
 			e.Dirs = t.missingDirs(path.Dir(r))
@@ -438,7 +431,7 @@ func (t *txn) stage(writes []Write) error {
 		if e.Temp == "" {
 			continue
 		}
-		if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
+		if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 			return fmt.Errorf("creating the directory of %s: %w", e.Path, err)
 		}
 		mode := writes[i].Mode
@@ -484,18 +477,14 @@ func (t *txn) missingDirs(dir string) []string {
 	return missing
 }
 
-// mkdirs creates dir (relative to the root) and its missing parents,
-// returning those it created, deepest first.
-func (t *txn) mkdirs(dir string) ([]string, error) {
-	missing := t.missingDirs(dir)
-	var created []string
-	for _, d := range slices.Backward(missing) {
+// mkdirs creates dir (relative to the root) and its missing parents.
+func (t *txn) mkdirs(dir string) error {
+	for _, d := range slices.Backward(t.missingDirs(dir)) {
 		if err := t.d.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return created, err
+			return err
 		}
-		created = append([]string{d}, created...)
 	}
-	return created, nil
+	return nil
 }
 
 // createFile creates name (which must not exist) in d (or, with a nil d,
@@ -645,6 +634,12 @@ func newTxDir(journalDir string) (string, error) {
 	return tx, nil // journalDir is synced with the committed manifest
 }
 
+// tempName is a fresh temp file name next to the target rel
+// (".NAME.smith-XXXXXXXXXXXX"), relative to the root like rel.
+func tempName(rel string) string {
+	return path.Join(path.Dir(rel), "."+path.Base(rel)+".smith-"+randomHex(6))
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -781,9 +776,9 @@ func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
 func (t *txn) restore(e journalEntry, old []byte) error {
 	tmp := e.Temp
 	if tmp == "" {
-		tmp = path.Join(path.Dir(e.Path), "."+path.Base(e.Path)+".smith-"+randomHex(6))
+		tmp = tempName(e.Path)
 	}
-	if _, err := t.mkdirs(path.Dir(e.Path)); err != nil {
+	if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 		return err
 	}
 	t.d.Remove(tmp)
@@ -899,7 +894,7 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	var werr error
 	switch t.m.State {
 	case stateStaging:
-		t.discardRecovered()
+		t.removeStaged()
 	case stateCommitted:
 		werr = t.rollForward()
 		did = true
@@ -927,9 +922,10 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	return did, nil
 }
 
-// discardRecovered removes the temp files and directories of a
-// transaction that never committed.
-func (t *txn) discardRecovered() {
+// removeStaged removes the temp files and the directories made for them
+// by a transaction that never committed (Commit's discard, and recovery
+// of a staging journal).
+func (t *txn) removeStaged() {
 	for _, e := range t.m.Entries {
 		if e.Temp != "" {
 			t.d.Remove(e.Temp)
