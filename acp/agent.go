@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -239,14 +238,14 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 }
 
 // within reports whether path is root or under it, after symlinks: the
-// check of a session's cwd, a directory (files go through
+// check of a session's cwd, an existing directory (files go through
 // diffapply.Workspace.Confine, which takes regular files only).
 func within(root, path string) (bool, error) {
 	r, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return false, err
 	}
-	p, err := evalExisting(path)
+	p, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return false, err
 	}
@@ -255,27 +254,6 @@ func within(root, path string) (bool, error) {
 		return false, nil
 	}
 	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))), nil
-}
-
-// evalExisting resolves symlinks in the longest existing prefix of p.
-func evalExisting(p string) (string, error) {
-	p = filepath.Clean(p)
-	var tail []string
-	for cur := p; ; {
-		real, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			return filepath.Join(append([]string{real}, tail...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p, nil
-		}
-		tail = append([]string{filepath.Base(cur)}, tail...)
-		cur = parent
-	}
 }
 
 // NewSession creates a smith dialog; its id is the session id.

@@ -225,14 +225,7 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func (c *Client) idleTimeout() time.Duration {
-	switch d := c.cfg.IdleTimeout; {
-	case d == 0:
-		return DefaultIdleTimeout
-	case d < 0:
-		return 0
-	default:
-		return d
-	}
+	return orDefault(c.cfg.IdleTimeout, DefaultIdleTimeout)
 }
 
 // keepServerTiming keeps rag's Server-Timing header on the turn.
@@ -391,7 +384,7 @@ func (c *Client) failTurn(ctx context.Context, req ChatRequest, emit func(Event)
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeCancelled, Reason: err.Error()}})
 		return sum, err
 	}
-	if errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrNoProgress) || errors.Is(err, ErrTurnLimit) { // a stall, as during the stream
+	if stopped(err) { // a stall, as during the stream
 		sum.Outcome = OutcomeInterrupted
 		send(Event{Type: KindTurnEnd, TurnEnd: &TurnEnd{Outcome: OutcomeInterrupted, Reason: err.Error()}})
 		return sum, err
