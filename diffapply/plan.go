@@ -87,6 +87,7 @@ type File struct {
 	lines lines
 	conv  string
 	jobs  []*job
+	root  string // the Patch's, for Writes
 }
 
 // Hunk is one hunk of a File and the outcome of matching it.

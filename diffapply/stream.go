@@ -449,7 +449,7 @@ func planStream(root string, src diffSource, opts Options, yield func(*File) err
 			}
 		}
 		nfiles++
-		f.ID = nfiles
+		f.ID, f.root = nfiles, p.Root
 		for _, h := range f.Hunks {
 			h.ID = nextHunk
 			nextHunk++
