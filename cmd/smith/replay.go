@@ -111,7 +111,7 @@ func replayTo(ctx context.Context, out *bufio.Writer, color bool, o *replayOptio
 	if o.raw {
 		return replayRaw(out, r)
 	}
-	opts := protocol.StreamOptions{Dialect: dialect, Header: header, IdleTimeout: -1}
+	opts := protocol.StreamOptions{Dialect: dialect, Header: header, IdleTimeout: -1, Sequential: true}
 	var render func(protocol.Event)
 	var finish func(*protocol.Summary) error
 	if o.json {
