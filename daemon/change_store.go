@@ -216,12 +216,22 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 
 // undone records that an Undo restored the bytes from before recs (after[i]
 // is the hash of what recs[i]'s file holds now) and puts each change's
-// hunks back as the undone write found them, with two rules that keep the
-// list truthful: a hunk the undone apply wrote becomes undone, not pending
-// (a later re-validation must not offer it for review again); and a hunk
-// the write did not touch that was decided since (a pending hunk rejected
-// after another hunk was applied) keeps that decision. Undo restores what
-// the write did, nothing else.
+// hunks back as the undone write found them, with rules that keep the list
+// truthful and the change's status in step with its hunks:
+//
+//   - a hunk the write did not touch that was decided since (a pending hunk
+//     rejected after another hunk was applied) keeps that decision: Undo
+//     restores what the write did, nothing else;
+//   - a hunk the undone apply wrote goes back to review (pending) when the
+//     change still is in review: another of its hunks is pending, in
+//     conflict, or written by an earlier apply. The user took back one
+//     step of deciding the change; it is as it was before that step, and
+//     every hunk not decided can be decided again;
+//   - otherwise it becomes undone, not pending: the user had decided the
+//     whole change and took it back, so a later re-validation must not
+//     offer it for review again (it can still be applied on purpose).
+//
+// The change's status then follows its hunks (deriveStatus).
 func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -231,6 +241,7 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 		if c == nil {
 			continue
 		}
+		var back []int // hunks this apply wrote, taken back
 		for j := range c.Hunks {
 			s, ok := r.Prev[c.Hunks[j].ID]
 			if !ok {
@@ -240,18 +251,35 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 				continue // not this write's, decided since
 			}
 			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
-				s = StatusUndone
+				back = append(back, j)
+				continue
 			}
 			c.Hunks[j].Status = s
 		}
 		if r.Path == c.source() {
 			c.BaseHash = after[i]
 		}
-		c.Status = r.PrevStat
-		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
-			c.Status = StatusUndone
-		}
 		c.Reason = ""
+		if r.Action != "apply" {
+			c.Status = r.PrevStat
+			continue
+		}
+		open := false
+		for j, h := range c.Hunks {
+			if !slices.Contains(back, j) && (h.Status == StatusPending || h.Status == StatusConflict || written(h.Status)) {
+				open = true
+			}
+		}
+		for _, j := range back {
+			c.Hunks[j].Status = StatusUndone
+			if open && r.Prev[c.Hunks[j].ID] != StatusUndone {
+				c.Hunks[j].Status = StatusPending
+			}
+		}
+		c.Status = deriveStatus(c.Hunks, StatusUndone)
+		if c.Status == StatusConflict {
+			c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
+		}
 	}
 	return cs.saveLocked()
 }
