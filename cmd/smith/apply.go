@@ -287,21 +287,37 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	if len(chs) == 0 {
 		return false, nil
 	}
-	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	b, err := openWorkspaceEngine(ctx, s, ws)
 	if err != nil {
-		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
-		return false, nil
-	}
-	b, err := openBackend(ctx, s, set)
-	if err != nil {
-		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
+		fmt.Fprintf(s.Err, "smith undo will not cover this apply (%v); use smith apply -R to take it back\n", err)
 		return false, nil
 	}
 	defer b.Close()
-	if _, err := b.ApplyPatch(ctx, "", chs); err != nil {
-		return true, err
+	// The report is smith apply's own: an engine in this process need not
+	// present the changes it applied (plan them again) to return them.
+	if q, ok := b.(interface {
+		ApplyPatchIDs(context.Context, string, []protocol.Change) ([]string, error)
+	}); ok {
+		_, err = q.ApplyPatchIDs(ctx, "", chs)
+	} else {
+		_, err = b.ApplyPatch(ctx, "", chs)
 	}
-	return true, nil
+	return true, err
+}
+
+// openWorkspaceEngine opens the engine of workspace ws with its settings:
+// the one a smith serve holds, or one in this process. Opening it settles
+// what a killed write left in its journal.
+func openWorkspaceEngine(ctx context.Context, s *IOStreams, ws string) (backend, error) {
+	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's settings cannot be read: %w", err)
+	}
+	b, err := openBackend(ctx, s, set)
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's state cannot be opened: %w", err)
+	}
+	return b, nil
 }
 
 // recoverEngine settles what a killed apply left in the journal of the
@@ -314,12 +330,7 @@ func recoverEngine(ctx context.Context, s *IOStreams, root string) {
 	if err != nil {
 		return
 	}
-	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
-	if err != nil {
-		fmt.Fprintf(s.Err, "warning: the workspace's settings cannot be read, so its engine journal was not checked: %v\n", err)
-		return
-	}
-	b, err := openBackend(ctx, s, set)
+	b, err := openWorkspaceEngine(ctx, s, ws)
 	if err != nil {
 		fmt.Fprintf(s.Err, "warning: the workspace's engine journal was not checked: %v\n", err)
 		return
