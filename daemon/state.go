@@ -181,8 +181,10 @@ type changeRecord struct {
 // keptPlan is a change's plan against the text with hash base: it holds
 // only while the change's BaseHash is base and its file still hashes so.
 type keptPlan struct {
-	fp   *filePlan
-	base string
+	fp     *filePlan
+	base   string
+	text   []byte // the text planned against (not copied: never changed)
+	exists bool
 }
 
 // source is the file whose text a change is planned against: the source
@@ -316,11 +318,15 @@ func (s store) newBlobStage() *blobStage {
 }
 
 // put stages b and returns its reference, valid once commit succeeds.
-func (bs *blobStage) put(b []byte, exists bool) (blobRef, error) {
+// b is written as it is at commit: it must not change until then. h is
+// its hash when the caller knows it ("": put computes it).
+func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if !exists {
 		return blobRef{}, nil
 	}
-	h := hashBytes(b)
+	if h == "" {
+		h = hashBytes(b)
+	}
 	if ref, ok := bs.seen[h]; ok {
 		return ref, nil
 	}
