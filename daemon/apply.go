@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,15 +190,20 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if err != nil {
 		return nil, err
 	}
-	if contentHash(tg.text, tg.exists) != snap.BaseHash {
+	// The text the change was planned against, byte for byte, when its
+	// plan was kept (recordChange): no need to hash it again.
+	k := snap.planned
+	same := k != nil && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
+	if !same && contentHash(tg.text, tg.exists) != snap.BaseHash {
 		e.revalidate(changeID, tg.text, tg.exists)
 		now := e.view(changeID)
 		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
 		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
 	}
+	tg.hash = snap.BaseHash // what tg holds: checked just above
 	var fp *filePlan
-	if k := snap.planned; k != nil && k.base == snap.BaseHash {
-		fp = k.fp // planned against these very bytes when it was recorded
+	if same {
+		fp = k.fp
 	} else if fp, err = e.planChange(&snap, tg.text, tg.exists); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 	}

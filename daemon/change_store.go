@@ -380,7 +380,7 @@ func (cs *changeStore) stageDiffsLocked(bs *blobStage) func() {
 		if c.DiffRef != nil || len(c.Diff) < largeDiff {
 			continue
 		}
-		ref, err := bs.put([]byte(c.Diff), true)
+		ref, err := bs.put([]byte(c.Diff), true, "")
 		if err != nil {
 			continue // kept in the state file
 		}

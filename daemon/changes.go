@@ -85,7 +85,7 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		}
 		fp := e.plan(c, text, exists)
 		if batch && fp != nil && fp.file != nil && !fp.rename {
-			c.planned = &keptPlan{fp: fp, base: c.BaseHash}
+			c.planned = &keptPlan{fp: fp, base: c.BaseHash, text: text, exists: exists}
 		}
 	}
 

@@ -108,7 +108,7 @@ func TestApplyPatchKeepsDiffsOutOfTheStateFile(t *testing.T) {
 	if len(st1) > diffs/10 {
 		t.Errorf("state.json is %d bytes for %d bytes of diffs: it keeps them", len(st1), diffs)
 	}
-	if got := blobFiles(t, f.e.StateDir()); len(got) != 1 || !strings.HasPrefix(got[0], "packs/pack-") {
+	if got := blobFiles(t, f.e.StateDir()); len(got) != 1 || !strings.HasPrefix(got[0], "pack-") {
 		t.Errorf("blobs after one apply of %d files: %v, want one pack", len(names), got)
 	}
 
@@ -208,7 +208,7 @@ func TestDamagedDiffBlobIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	packs, err := os.ReadDir(s.packDir())
-	if err != nil || len(packs) != 1 {
+	if err != nil || len(packs) != 1 || !strings.HasPrefix(packs[0].Name(), "pack-") {
 		t.Fatalf("packs: %v %v", packs, err)
 	}
 	p := filepath.Join(s.packDir(), packs[0].Name())

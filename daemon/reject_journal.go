@@ -14,6 +14,7 @@ import (
 type target struct {
 	text    []byte
 	exists  bool
+	hash    string // contentHash of text, when known ("": not computed)
 	open    bool
 	version int32
 	ed      Editor
@@ -182,7 +183,7 @@ func (e *Engine) saveUndos(bs *blobStage, recs ...*undoRecord) error {
 // addUndo is beginUndo without the save: the bytes before go to bs, and
 // the caller saves (saveUndos) before it writes anything.
 func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string, bs *blobStage) (*undoRecord, error) {
-	before, err := bs.put(w.tg.text, w.tg.exists)
+	before, err := bs.put(w.tg.text, w.tg.exists, w.tg.hash)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}

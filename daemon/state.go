@@ -181,8 +181,10 @@ type changeRecord struct {
 // keptPlan is a change's plan against the text with hash base: it holds
 // only while the change's BaseHash is base and its file still hashes so.
 type keptPlan struct {
-	fp   *filePlan
-	base string
+	fp     *filePlan
+	base   string
+	text   []byte // the text planned against (not copied: never changed)
+	exists bool
 }
 
 // source is the file whose text a change is planned against: the source
@@ -235,7 +237,7 @@ type undoRecord struct {
 
 // blobRef names file content: absent, or the sha256 of bytes kept in
 // blobs/: loose under their hash, or at Off (Len bytes) in the pack
-// blobs/packs/Pack (blobStage).
+// blobs/Pack (blobStage).
 type blobRef struct {
 	Exists bool   `json:"exists"`
 	Hash   string `json:"hash,omitempty"`
@@ -297,7 +299,7 @@ func (s store) load(ws workspace) (*persisted, error) {
 
 // blobStage holds the blobs of one save of the journal (the bytes before
 // the files of one apply, new changes' large diffs) while they are
-// written. They go into one pack file (blobs/packs/), so that making them
+// written. They go into one pack file (blobs/pack-*), so that making them
 // durable costs one fsync of the pack and one of its folder, however many
 // files the apply has; a blob whose hash is stored loose already (an
 // older smith's, or one packed earlier) is not written again. Each
@@ -316,11 +318,15 @@ func (s store) newBlobStage() *blobStage {
 }
 
 // put stages b and returns its reference, valid once commit succeeds.
-func (bs *blobStage) put(b []byte, exists bool) (blobRef, error) {
+// b is written as it is at commit: it must not change until then. h is
+// its hash when the caller knows it ("": put computes it).
+func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if !exists {
 		return blobRef{}, nil
 	}
-	h := hashBytes(b)
+	if h == "" {
+		h = hashBytes(b)
+	}
 	if ref, ok := bs.seen[h]; ok {
 		return ref, nil
 	}
@@ -343,13 +349,8 @@ func (bs *blobStage) commit() error {
 		return nil
 	}
 	dir := bs.s.packDir()
-	if _, err := os.Stat(dir); err != nil {
-		// Made once per state folder, and durably: packs are found
-		// through it.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("blob store: %w", err)
-		}
-		syncDir(filepath.Dir(dir))
+	if err := os.MkdirAll(dir, 0o700); err != nil { // load made it: one stat
+		return fmt.Errorf("blob store: %w", err)
 	}
 	// Under its final name at once: a pack is named afresh for each
 	// stage, and nothing refers to it before this returns (a pack half
@@ -406,8 +407,9 @@ func hashRef(b []byte, exists bool) blobRef {
 	return blobRef{Exists: true, Hash: hashBytes(b)}
 }
 
-// packDir holds the packs of blobs (blobStage).
-func (s store) packDir() string { return filepath.Join(s.dir, "blobs", "packs") }
+// packDir holds the packs of blobs (blobStage), beside the folders of
+// loose blobs (blobPath).
+func (s store) packDir() string { return filepath.Join(s.dir, "blobs") }
 
 func (s store) getBlob(r blobRef) ([]byte, error) {
 	if !r.Exists {
