@@ -44,13 +44,15 @@ type changeStore struct {
 	byID  map[string]*changeRecord
 	st    changesState
 	file  *stateFile
-	moved func() // told on every save that the set of open changes may have moved (the watcher)
+	moved func()   // told when a save changes the files with open changes (the watcher)
+	open  []string // those files at the last save, sorted: moved is told only when they change
 }
 
 func newChangeStore(st changesState, file *stateFile) *changeStore {
 	cs := &changeStore{byID: map[string]*changeRecord{}, st: st, file: file}
 	for _, c := range st.Changes {
 		cs.byID[c.ID] = c
+		c.blobs = file.store
 	}
 	return cs
 }
@@ -214,12 +216,22 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 
 // undone records that an Undo restored the bytes from before recs (after[i]
 // is the hash of what recs[i]'s file holds now) and puts each change's
-// hunks back as the undone write found them, with two rules that keep the
-// list truthful: a hunk the undone apply wrote becomes undone, not pending
-// (a later re-validation must not offer it for review again); and a hunk
-// the write did not touch that was decided since (a pending hunk rejected
-// after another hunk was applied) keeps that decision. Undo restores what
-// the write did, nothing else.
+// hunks back as the undone write found them, with rules that keep the list
+// truthful and the change's status in step with its hunks:
+//
+//   - a hunk the write did not touch that was decided since (a pending hunk
+//     rejected after another hunk was applied) keeps that decision: Undo
+//     restores what the write did, nothing else;
+//   - a hunk the undone apply wrote goes back to review (pending) when the
+//     change still is in review: another of its hunks is pending, in
+//     conflict, or written by an earlier apply. The user took back one
+//     step of deciding the change; it is as it was before that step, and
+//     every hunk not decided can be decided again;
+//   - otherwise it becomes undone, not pending: the user had decided the
+//     whole change and took it back, so a later re-validation must not
+//     offer it for review again (it can still be applied on purpose).
+//
+// The change's status then follows its hunks (deriveStatus).
 func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -229,6 +241,7 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 		if c == nil {
 			continue
 		}
+		var back []int // hunks this apply wrote, taken back
 		for j := range c.Hunks {
 			s, ok := r.Prev[c.Hunks[j].ID]
 			if !ok {
@@ -238,18 +251,35 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 				continue // not this write's, decided since
 			}
 			if cur := c.Hunks[j].Status; r.Action == "apply" && (cur == StatusApplied || cur == StatusUndone) && s != StatusApplied {
-				s = StatusUndone
+				back = append(back, j)
+				continue
 			}
 			c.Hunks[j].Status = s
 		}
 		if r.Path == c.source() {
 			c.BaseHash = after[i]
 		}
-		c.Status = r.PrevStat
-		if r.Action == "apply" && (c.Status == StatusPending || c.Status == StatusUndone) {
-			c.Status = StatusUndone
-		}
 		c.Reason = ""
+		if r.Action != "apply" {
+			c.Status = r.PrevStat
+			continue
+		}
+		open := false
+		for j, h := range c.Hunks {
+			if !slices.Contains(back, j) && (h.Status == StatusPending || h.Status == StatusConflict || written(h.Status)) {
+				open = true
+			}
+		}
+		for _, j := range back {
+			c.Hunks[j].Status = StatusUndone
+			if open && r.Prev[c.Hunks[j].ID] != StatusUndone {
+				c.Hunks[j].Status = StatusPending
+			}
+		}
+		c.Status = deriveStatus(c.Hunks, StatusUndone)
+		if c.Status == StatusConflict {
+			c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
+		}
 	}
 	return cs.saveLocked()
 }
@@ -307,10 +337,58 @@ func (cs *changeStore) rejected(c *changeRecord, ids []string) {
 
 // saveLocked writes the state file. Called with mu held. Every change
 // of the set of open changes is saved, so this is also where the watcher
-// learns that the directories it should watch may have moved.
+// learns that the directories it should watch may have moved: only when
+// the files with open changes are others than at the last save (an apply
+// that is journalled, then written, is two saves and one move).
 func (cs *changeStore) saveLocked() error {
-	if cs.moved != nil {
+	if open := cs.openFilesLocked(); cs.moved != nil && !slices.Equal(open, cs.open) {
+		cs.open = open
 		cs.moved()
 	}
+	bs := cs.file.store.newBlobStage()
+	moveOut := cs.stageDiffsLocked(bs)
+	if bs.commit() == nil {
+		moveOut()
+	} // else the diffs stay in the state file, as before
 	return cs.file.saveChanges(&cs.st)
+}
+
+// openFilesLocked lists, sorted, the files of the open changes (those
+// the watcher re-validates: watcher.wanted).
+func (cs *changeStore) openFilesLocked() []string {
+	var files []string
+	for _, c := range cs.st.Changes {
+		if !revalidatable(c.Status) || c.Abs == "" {
+			continue
+		}
+		files = append(files, c.Abs)
+		if c.OldAbs != "" {
+			files = append(files, c.OldAbs)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// stageDiffsLocked stages in bs the large diffs still kept in the state
+// file (largeDiff); the returned func, called once bs is committed,
+// makes the records refer to their blobs instead. Called with mu held.
+func (cs *changeStore) stageDiffsLocked(bs *blobStage) func() {
+	var out []*changeRecord
+	var refs []blobRef
+	for _, c := range cs.st.Changes {
+		if c.DiffRef != nil || len(c.Diff) < largeDiff {
+			continue
+		}
+		ref, err := bs.put([]byte(c.Diff), true, "")
+		if err != nil {
+			continue // kept in the state file
+		}
+		out, refs = append(out, c), append(refs, ref)
+	}
+	return func() {
+		for i, c := range out {
+			c.DiffRef, c.Diff, c.blobs = &refs[i], "", cs.file.store
+		}
+	}
 }

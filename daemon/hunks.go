@@ -239,7 +239,19 @@ func (e *Engine) present(c *changeRecord, v *Change) {
 	switch {
 	case written(c.Status) && pl.rev != nil:
 		v.Diff = unifiedDiff(c.Path, pl.rev.Render(nil), text)
-	case !written(c.Status) && pl.fwd != nil && pl.fwd.Conflict == nil:
+	case !written(c.Status) && pl.fwd != nil && pl.fwd.Conflict == nil && allPlaced(pl.fwd):
+		// A hunk that no longer matches would be missing from the
+		// placed diff; the diff as stated keeps every hunk in view.
 		v.Diff = pl.fwd.Diff(nil)
 	}
+}
+
+// allPlaced reports whether every hunk of f matched the text.
+func allPlaced(f *diffapply.File) bool {
+	for _, h := range f.Hunks {
+		if !h.OK() {
+			return false
+		}
+	}
+	return true
 }

@@ -179,3 +179,63 @@ func TestUndoKeepsALaterReject(t *testing.T) {
 		t.Fatalf("pending changes after the undo: %+v, want none", pend)
 	}
 }
+
+// TestUndoOfAPartialApplyReopensTheChange: undoing an apply that left the
+// change in review puts the hunks it wrote back in review: the change is
+// pending, every hunk pending, and each can be decided again. Applying the
+// rest later and undoing that step goes back to the step before (h2 still
+// applied, h1 pending), not to an "undone" change whose file holds h2.
+func TestUndoOfAPartialApplyReopensTheChange(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	c, err := f.e.Propose(ctx, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := func() string {
+		t.Helper()
+		got, err := f.e.Change(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := got.Status
+		for _, h := range got.Hunks {
+			s += " " + h.ID + ":" + h.Status
+		}
+		return s
+	}
+	if _, err := f.e.Apply(ctx, c.ID, []string{"h2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(), "pending h1:pending h2:pending"; got != want {
+		t.Fatalf("after apply h2, undo: %s; want %s", got, want)
+	}
+	if got := f.read("f.txt"); got != twentyLines() {
+		t.Fatalf("f.txt after the undo:\n%s\nwant the original", got)
+	}
+	if _, err := f.e.Apply(ctx, c.ID, []string{"h2"}); err != nil {
+		t.Fatalf("apply h2 again after the undo: %v", err)
+	}
+	if _, err := f.e.Apply(ctx, c.ID, []string{"h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Undo(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(), "pending h1:pending h2:applied"; got != want {
+		t.Fatalf("after apply h2, apply h1, undo: %s; want %s", got, want)
+	}
+	if got := f.read("f.txt"); strings.Contains(got, "L3\n") || !strings.Contains(got, "L15\n") {
+		t.Fatalf("f.txt after undoing h1 should hold h2 only:\n%s", got)
+	}
+	if _, err := f.e.Undo(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statuses(), "pending h1:pending h2:pending"; got != want {
+		t.Fatalf("after the second undo: %s; want %s", got, want)
+	}
+}

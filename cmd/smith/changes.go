@@ -329,14 +329,15 @@ itself) are taken back out of the file, verified.`
 				return usageErrorf("--hunks: %v", err)
 			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
-				var c *daemon.Change
-				if verb == "reject" && len(ids) == 0 {
+				var c, before *daemon.Change
+				if len(ids) == 0 {
+					before, _ = findChange(ctx, b, args[0])
+				}
+				if verb == "reject" && before != nil && before.Status == daemon.StatusRejected {
 					// Rejecting a rejected change does nothing; say so
 					// rather than "rejected every hunk".
-					if c, err := findChange(ctx, b, args[0]); err == nil && c.Status == daemon.StatusRejected {
-						fmt.Fprintf(s.Err, "%s (%s) is rejected already; nothing changed\n", c.ID, c.Path)
-						return nil
-					}
+					fmt.Fprintf(s.Err, "%s (%s) is rejected already; nothing changed\n", before.ID, before.Path)
+					return nil
 				}
 				if verb == "apply" {
 					c, err = b.Apply(ctx, args[0], ids)
@@ -346,12 +347,35 @@ itself) are taken back out of the file, verified.`
 				if err != nil {
 					return err
 				}
+				done := map[string]string{"apply": "applied", "reject": "rejected"}[verb]
 				which := "every hunk"
+				var left []daemon.Hunk // not decided by this call
 				if len(ids) > 0 {
 					which = strings.Join(ids, ", ")
+				} else if before != nil && len(before.Hunks) == len(c.Hunks) {
+					var now []string
+					for i, h := range c.Hunks {
+						switch {
+						case h.Status == done && before.Hunks[i].Status != done:
+							now = append(now, h.ID)
+						case h.Status == daemon.StatusPending || h.Status == daemon.StatusConflict || h.Status == daemon.StatusUndone:
+							left = append(left, h)
+						}
+					}
+					if len(left) > 0 && len(now) > 0 {
+						which = strings.Join(now, ", ")
+					}
 				}
-				done := map[string]string{"apply": "applied", "reject": "rejected"}[verb]
 				fmt.Fprintf(s.Err, "%s %s of %s (%s); %s is now %s\n", done, which, c.ID, c.Path, c.ID, c.Status)
+				for _, h := range left {
+					// An apply of "all" takes the hunks that match; say
+					// which did not and why, not "every hunk".
+					why := ""
+					if h.Reason != "" {
+						why = ": " + h.Reason
+					}
+					fmt.Fprintf(s.Err, "%s was not %s: it is %s%s\n", h.ID, done, h.Status, why)
+				}
 				if verb == "apply" {
 					fmt.Fprintf(s.Err, "undo with: smith undo %s\n", c.ID)
 				}
