@@ -59,6 +59,25 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 // cheaper than the three comparisons per byte it replaces.)
 const jsonSafeASCII = "0000000000000000000000000000000011011111111111111111111111111111111111111111111111111111111101111111111111111111111111111111111100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
 
+// plainWord reports whether none of the eight bytes of w needs more than a
+// copy in a JSON string: none is a control byte (< 0x20), '"', '\\' or
+// non-ASCII (>= 0x80). Each term is the classic word test "has a byte less
+// than n" ((x - n·ones) &^ x, high bits), or "has a zero byte" after an
+// XOR: inexact about which byte, exact about whether one is.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ '"'*ones
+	b := w ^ '\\'*ones
+	return ((w-0x20*ones)&^w|(q-ones)&^q|(b-ones)&^b|w)&highs == 0
+}
+
+// load64 is the little-endian word of s[i:i+8] (one load once compiled).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // appendJSONString appends s as a JSON string the way encoding/json does
 // without HTML escaping: the short escapes \" \\ \b \f \n \r \t, \u00XX
 // for the other control bytes, \ufffd for each invalid UTF-8 byte, and
@@ -69,6 +88,14 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look (nearly all
+		// text): a word test instead of eight lookups.
+		for i+8 <= len(s) && plainWord(load64(s, i)) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		b := s[i]
 		if jsonSafeASCII[b] == '1' {
 			i++
@@ -143,6 +170,8 @@ func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
 	if i < 0 {
 		return dst, errors.New("summary JSON without its text members")
 	}
+	// Room for everything, escapes aside: the texts are most of it.
+	dst = slices.Grow(dst, len(out)+len(s.Text)+len(s.Reasoning)+64)
 	dst = append(dst, out[:i]...)
 	dst = append(dst, `,"text":`...)
 	dst = appendJSONString(dst, s.Text)

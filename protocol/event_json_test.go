@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -119,4 +120,51 @@ func FuzzAppendSummaryJSON(f *testing.F) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// plainWord must agree with the byte table on every word: each byte value
+// at each position among plain bytes, pairs of bytes (a borrow from one
+// byte must not hide or fake another), and random words.
+func TestPlainWord(t *testing.T) {
+	plainBytes := func(w [8]byte) bool {
+		for _, b := range w {
+			if jsonSafeASCII[b] != '1' {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(w [8]byte) {
+		t.Helper()
+		if got, want := plainWord(load64(string(w[:]), 0)), plainBytes(w); got != want {
+			t.Fatalf("plainWord(%q) = %v, the byte table says %v", w[:], got, want)
+		}
+	}
+	for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {
+		for i := range 8 {
+			for b := range 256 {
+				w := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				w[i] = byte(b)
+				check(w)
+				for j := i + 1; j < 8; j++ {
+					for _, c := range []byte{0, 0x1f, 0x20, 0x21, '"', '\\', 0x7f, 0x80, 0xff} {
+						w2 := w
+						w2[j] = c
+						check(w2)
+					}
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				w[i] = byte(0x20 + rng.IntN(0x60)) // mostly printable
+			}
+		}
+		check(w)
+	}
 }

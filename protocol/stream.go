@@ -58,6 +58,15 @@ type StreamOptions struct {
 	// so); 0 keeps everything. Events always carry every delta: a front
 	// that streams them needs no summary of a 9 MB answer in memory.
 	MaxText int
+	// Sequential reads, frames and maps the body on the calling goroutine,
+	// with no goroutine of its own and no idle timeout (IdleTimeout is
+	// ignored; a cancelled ctx is seen between reads). For a body whose
+	// reads do not block — a file, memory — and whose consumer is the
+	// bound, like `smith replay`: handing segments to other goroutines
+	// buys no time there and costs CPU (hand-overs, cache misses on the
+	// events, the GC's idle workers on the other core). Live streams leave
+	// it false.
+	Sequential bool
 }
 
 // Summary is what a whole turn amounted to. Its JSON form is the summary
@@ -116,7 +125,7 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 	if idle == 0 {
 		idle = DefaultIdleTimeout
 	}
-	w := watch(ctx, body, idle, opts.MaxEventSize)
+	w := watch(ctx, body, idle, opts.MaxEventSize, opts.Sequential)
 	defer w.close()
 	var cause error
 	feed := func(ev SSEEvent) { t.Feed(ev, emit) }

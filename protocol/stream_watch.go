@@ -56,7 +56,11 @@ type watchedStream struct {
 	clock   *idleClock
 	stalled chan struct{} // closed when the idle clock fires
 	lastID  string        // the consumer's: the last event ID string
-	body    io.Reader     // the goroutine's
+	body    io.Reader     // the goroutine's (the consumer's when seq)
+	// seq: no goroutine; the consumer reads, cuts and frames the body
+	// itself, with c, and there is no idle clock (see StreamOptions.Sequential).
+	seq bool
+	c   cutter
 }
 
 // segment is a run of whole blocks of the stream or, in the last segment,
@@ -90,8 +94,9 @@ const (
 	asyncMin = 16 << 10
 )
 
-// watch starts reading body. The caller must call close.
-func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize int) *watchedStream {
+// watch starts reading body. The caller must call close. With seq, no
+// goroutine is started: next reads the body itself, and idle is ignored.
+func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize int, seq bool) *watchedStream {
 	if maxEventSize <= 0 {
 		maxEventSize = DefaultMaxEventSize
 	}
@@ -103,44 +108,86 @@ func watch(ctx context.Context, body io.Reader, idle time.Duration, maxEventSize
 		quit:    make(chan struct{}),
 		stalled: make(chan struct{}),
 		body:    body,
+		seq:     seq,
+	}
+	if seq {
+		idle = -1
 	}
 	w.clock = newIdleClock(idle, func() { close(w.stalled) })
-	go w.run()
+	if !seq {
+		go w.run()
+	}
 	return w
 }
 
 // run reads the body, scans it and cuts it into segments, until the body
 // ends or the consumer has gone.
 func (w *watchedStream) run() {
-	var t tracker
-	s := w.segment(0)
-	started := false // the leading BOM has been dealt with
+	var c cutter
 	for {
-		select {
-		case <-w.quit:
+		s := w.cut(&c)
+		if s == nil {
 			return
-		default:
+		}
+		end := s.last || s.tooLarge // s is the consumer's once sent
+		if !w.send(s) || end {
+			return
+		}
+	}
+}
+
+// cutter is the state of the cutting of a body into segments: the tracker
+// of the spec's line rules, the segment being filled, and whether the
+// leading BOM has been dealt with.
+type cutter struct {
+	t       tracker
+	s       *segment
+	started bool
+}
+
+// cut reads the body until it has the next segment: whole blocks up to the
+// last blank line of a read, or the tail of the stream (last), or more
+// than the event limit without a blank line (tooLarge). It returns nil if
+// the consumer has gone. In a sequential stream it runs on the consumer's
+// goroutine and the idle clock is not used.
+func (w *watchedStream) cut(c *cutter) *segment {
+	if c.s == nil {
+		c.s = w.segment(0)
+	}
+	s := c.s
+	for {
+		if !w.seq {
+			select {
+			case <-w.quit:
+				return nil
+			default:
+			}
 		}
 		if cap(s.bytes)-len(s.bytes) < watchBufSize/2 {
 			s.bytes = slices.Grow(s.bytes, watchBufSize)
 		}
-		w.clock.wait()
+		if !w.seq {
+			w.clock.wait()
+		}
 		n, err := w.body.Read(s.bytes[len(s.bytes):cap(s.bytes)])
-		w.clock.done(n > 0)
+		if !w.seq {
+			w.clock.done(n > 0)
+		}
 		from := len(s.bytes)
 		s.bytes = s.bytes[:from+n]
-		if !started {
+		if !c.started {
 			// Exactly one BOM, at byte 0, also when its bytes come in
 			// separate reads.
 			const bom = "\xEF\xBB\xBF"
 			if err == nil && len(s.bytes) < len(bom) && string(s.bytes) == bom[:len(s.bytes)] {
 				continue
 			}
-			started, from = true, 0
+			c.started, from = true, 0
 			if bytes.HasPrefix(s.bytes, []byte(bom)) {
 				s.bytes = s.bytes[:copy(s.bytes, s.bytes[len(bom):])]
 			}
 		}
+		t := &c.t
 		cut := t.scan(s.bytes[from:])
 		switch {
 		case err != nil:
@@ -149,24 +196,22 @@ func (w *watchedStream) run() {
 			}
 			s.last, s.end, s.cut, s.inLine = true, err, t.cut, t.inLine
 			s.verdicts = append(s.verdicts, t.verdicts...)
-			w.send(s)
-			return
+			c.s = nil
+			return s
 		case cut >= 0:
 			next := w.segment(len(s.bytes) - from - cut)
 			next.bytes = append(next.bytes, s.bytes[from+cut:]...)
 			s.bytes = s.bytes[:from+cut]
 			s.verdicts = append(s.verdicts, t.verdicts...)
 			t.verdicts = t.verdicts[:0]
-			if !w.send(s) {
-				return
-			}
-			s = next
+			c.s = next
+			return s
 		case len(s.bytes) > w.max+len(segmentPrefix):
 			// No blank line in more than the limit: go-sse would fail
 			// on it, having no event to give first.
 			s.tooLarge = true
-			w.send(s)
-			return
+			c.s = nil
+			return s
 		}
 	}
 }
@@ -193,7 +238,7 @@ func (w *watchedStream) send(s *segment) bool {
 	if len(s.bytes) >= asyncMin && !s.tooLarge {
 		s.async, s.done = true, make(chan struct{})
 		go func() {
-			s.frame(w.max)
+			s.frame(w.max, func(ev sse.Event) { s.evs = append(s.evs, ev) })
 			close(s.done)
 		}()
 	}
@@ -210,8 +255,9 @@ func (w *watchedStream) send(s *segment) bool {
 // of the stream, and a segment starts in the middle of it.
 const segmentPrefix = ":\n"
 
-// frame runs go-sse over the segment.
-func (s *segment) frame(max int) {
+// frame runs go-sse over the segment, passing each event it yields to
+// yield.
+func (s *segment) frame(max int, yield func(sse.Event)) {
 	end := s.end
 	if !s.last {
 		end = io.EOF
@@ -225,7 +271,7 @@ func (s *segment) frame(max int) {
 			s.err = err
 			return
 		}
-		s.evs = append(s.evs, ev)
+		yield(ev)
 	}
 }
 
@@ -260,37 +306,47 @@ func (w *watchedStream) next(feed func(SSEEvent)) error {
 		return err
 	}
 	var s *segment
-	select {
-	case s = <-w.out:
-	default:
+	if w.seq {
+		s = w.cut(&w.c)
+	} else {
 		select {
 		case s = <-w.out:
-		case <-w.ctx.Done():
-			return w.ctx.Err()
-		case <-w.stalled:
-			return readError(ErrIdleTimeout)
+		default:
+			select {
+			case s = <-w.out:
+			case <-w.ctx.Done():
+				return w.ctx.Err()
+			case <-w.stalled:
+				return readError(ErrIdleTimeout)
+			}
 		}
 	}
 	if s.tooLarge {
 		return &EventTooLargeError{Limit: w.max, Err: bufio.ErrTooLong}
 	}
-	if s.async {
-		<-s.done
-	} else {
-		s.frame(w.max)
-	}
-	for i, ev := range s.evs {
+	i := 0
+	handle := func(ev sse.Event) {
 		var v verdict
 		ok := i < len(s.verdicts)
 		if ok {
 			v = s.verdicts[i]
 		}
+		i++
 		if out, keep := judge(ev, v, ok, &w.lastID); keep {
 			if !s.valid {
 				out.Data = decodeUTF8(out.Data)
 			}
 			feed(out)
 		}
+	}
+	if s.async {
+		<-s.done
+		for _, ev := range s.evs {
+			handle(ev)
+		}
+	} else {
+		// Framed here, each event mapped as go-sse yields it.
+		s.frame(w.max, handle)
 	}
 	var err error
 	if s.err != nil || s.last {

@@ -54,19 +54,22 @@ func TestReadTurnMatchesDirectReading(t *testing.T) {
 	} {
 		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1, MaxEventSize: 4096}
 		wantEvs, wantSum := readDirect(in, opts)
-		for how, body := range map[string]io.Reader{
-			"whole":      strings.NewReader(in),
-			"halves":     iotest.HalfReader(strings.NewReader(in)),
-			"random":     &randomChunks{s: in, rng: rand.New(rand.NewPCG(uint64(len(in)), 3))},
-			"dataErrEOF": iotest.DataErrReader(strings.NewReader(in)),
-		} {
-			var evs []Event
-			sum := ReadTurn(context.Background(), body, opts, record(&evs))
-			if diff := cmp.Diff(wantEvs, evs); diff != "" {
-				t.Errorf("%s, %s: events (-direct +ReadTurn):\n%s", name, how, diff)
-			}
-			if diff := cmp.Diff(wantSum, sum); diff != "" {
-				t.Errorf("%s, %s: summary (-direct +ReadTurn):\n%s", name, how, diff)
+		for _, seq := range []bool{false, true} {
+			opts.Sequential = seq
+			for how, body := range map[string]io.Reader{
+				"whole":      strings.NewReader(in),
+				"halves":     iotest.HalfReader(strings.NewReader(in)),
+				"random":     &randomChunks{s: in, rng: rand.New(rand.NewPCG(uint64(len(in)), 3))},
+				"dataErrEOF": iotest.DataErrReader(strings.NewReader(in)),
+			} {
+				var evs []Event
+				sum := ReadTurn(context.Background(), body, opts, record(&evs))
+				if diff := cmp.Diff(wantEvs, evs); diff != "" {
+					t.Errorf("%s, %s, sequential %v: events (-direct +ReadTurn):\n%s", name, how, seq, diff)
+				}
+				if diff := cmp.Diff(wantSum, sum); diff != "" {
+					t.Errorf("%s, %s, sequential %v: summary (-direct +ReadTurn):\n%s", name, how, seq, diff)
+				}
 			}
 		}
 	}
@@ -165,21 +168,26 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 
 // ReadTurn over long mixed streams read in chunks of random sizes, small
 // (segments framed by the consumer) and large (segments framed on their
-// own goroutines, several at once): what the reader driven directly gives.
+// own goroutines, several at once), and sequentially (StreamOptions.
+// Sequential: everything on the caller's goroutine): what the reader
+// driven directly gives.
 func TestReadTurnSegmentsMatchDirectReading(t *testing.T) {
 	for seed := range uint64(4) {
 		in := mixedStream(seed, 1500)
+		opts := StreamOptions{TurnID: "t1", IdleTimeout: -1}
+		wantEvs, wantSum := readDirect(in, opts)
 		for _, max := range []int{7, 300, 20_000, 200_000} {
-			opts := StreamOptions{TurnID: "t1", IdleTimeout: -1}
-			wantEvs, wantSum := readDirect(in, opts)
-			var evs []Event
-			sum := ReadTurn(context.Background(), &chunkReader{s: in, rng: rand.New(rand.NewPCG(seed, uint64(max))), max: max}, opts, record(&evs))
-			// reflect first: cmp takes seconds over megabytes of events.
-			if !reflect.DeepEqual(wantEvs, evs) {
-				t.Errorf("seed %d, reads up to %d bytes: events (-direct +ReadTurn):\n%s", seed, max, cmp.Diff(wantEvs, evs))
-			}
-			if !reflect.DeepEqual(wantSum, sum) {
-				t.Errorf("seed %d, reads up to %d bytes: summary (-direct +ReadTurn):\n%s", seed, max, cmp.Diff(wantSum, sum))
+			for _, seq := range []bool{false, true} {
+				opts.Sequential = seq
+				var evs []Event
+				sum := ReadTurn(context.Background(), &chunkReader{s: in, rng: rand.New(rand.NewPCG(seed, uint64(max))), max: max}, opts, record(&evs))
+				// reflect first: cmp takes seconds over megabytes of events.
+				if !reflect.DeepEqual(wantEvs, evs) {
+					t.Errorf("seed %d, reads up to %d bytes, sequential %v: events (-direct +ReadTurn):\n%s", seed, max, seq, cmp.Diff(wantEvs, evs))
+				}
+				if !reflect.DeepEqual(wantSum, sum) {
+					t.Errorf("seed %d, reads up to %d bytes, sequential %v: summary (-direct +ReadTurn):\n%s", seed, max, seq, cmp.Diff(wantSum, sum))
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,31 @@ func TestReadTurnMaxText(t *testing.T) {
 		if streamed.String() != "abcdéfg" {
 			t.Errorf("MaxText %d: events carried %q, want every delta", tt.max, streamed.String())
 		}
+	}
+}
+
+// textBuf gives back exactly what was written, over writes of every size
+// (empty, within a chunk, across chunks, larger than a chunk).
+func TestTextBuf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var b textBuf
+	var want strings.Builder
+	if b.String() != "" || b.Len() != 0 {
+		t.Fatalf("empty textBuf: %q, %d", b.String(), b.Len())
+	}
+	for i := range 3000 {
+		n := rng.IntN(40)
+		if i%500 == 0 {
+			n = rng.IntN(3 * textChunk)
+		}
+		s := strings.Repeat(string(rune('a'+i%26)), n)
+		b.WriteString(s)
+		want.WriteString(s)
+		if b.Len() != want.Len() {
+			t.Fatalf("after %d writes: Len %d, want %d", i+1, b.Len(), want.Len())
+		}
+	}
+	if b.String() != want.String() {
+		t.Fatalf("String differs from the bytes written (%d bytes, want %d)", len(b.String()), want.Len())
 	}
 }

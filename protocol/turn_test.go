@@ -244,6 +244,16 @@ func FuzzNormalizer(f *testing.F) {
 		if !cmp.Equal(devs, cevs) || !cmp.Equal(dsum, csum) {
 			t.Fatalf("ReadTurn in small reads differs from the reader driven directly: events %s\nsummary %s", cmp.Diff(devs, cevs), cmp.Diff(dsum, csum))
 		}
+		// Sequentially (replay's way), whole and in small reads.
+		sopts := opts
+		sopts.Sequential = true
+		for _, body := range []io.Reader{strings.NewReader(in), &randomChunks{s: in, rng: rand.New(rand.NewPCG(uint64(d), 7))}} {
+			var sevs []Event
+			ssum := ReadTurn(context.Background(), body, sopts, record(&sevs))
+			if !cmp.Equal(devs, sevs) || !cmp.Equal(dsum, ssum) {
+				t.Fatalf("ReadTurn, sequential, differs from the reader driven directly: events %s\nsummary %s", cmp.Diff(devs, sevs), cmp.Diff(dsum, ssum))
+			}
+		}
 		if sum.Outcome == "" || evs[len(evs)-1].TurnEnd.Outcome != sum.Outcome {
 			t.Fatalf("summary outcome %q", sum.Outcome)
 		}
