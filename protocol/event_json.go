@@ -20,10 +20,43 @@ import (
 // Every other event is rare and goes through encoding/json.
 // TestAppendEventJSON and FuzzAppendEventJSON hold this to encoding/json.
 func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
-	if e.ToolCall != nil || e.ToolResult != nil || e.Change != nil || e.Citation != nil ||
-		e.Notice != nil || e.Error != nil || e.TurnEnd != nil || e.Violation != nil || len(e.Raw) > 0 {
+	if !fastEvent(e) {
 		return dst, false
 	}
+	return appendEventTail(appendEventHead(dst, e), e), true
+}
+
+// EventEncoder is AppendEventJSON for a run of events, such as a turn's:
+// it keeps the encoding of the members that repeat from one event to the
+// next (type, dialogId, turnId) and encodes them again only when they
+// change. The zero value is ready to use.
+type EventEncoder struct {
+	typ          Kind
+	dialog, turn string
+	head         []byte // `{"type":...,"seq":` for typ, dialog and turn
+}
+
+// Append is AppendEventJSON(dst, e): the same bytes, the same verdict.
+func (c *EventEncoder) Append(dst []byte, e *Event) ([]byte, bool) {
+	if !fastEvent(e) {
+		return dst, false
+	}
+	if c.head == nil || e.Type != c.typ || e.DialogID != c.dialog || e.TurnID != c.turn {
+		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
+		c.head = appendEventHead(c.head[:0], e)
+	}
+	return appendEventTail(append(dst, c.head...), e), true
+}
+
+// fastEvent reports whether e is one of the events AppendEventJSON
+// encodes itself: no member but the head, text and segment.
+func fastEvent(e *Event) bool {
+	return e.ToolCall == nil && e.ToolResult == nil && e.Change == nil && e.Citation == nil &&
+		e.Notice == nil && e.Error == nil && e.TurnEnd == nil && e.Violation == nil && len(e.Raw) == 0
+}
+
+// appendEventHead appends the members before seq's value.
+func appendEventHead(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, string(e.Type))
 	if e.DialogID != "" {
@@ -34,7 +67,11 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		dst = append(dst, `,"turnId":`...)
 		dst = appendJSONString(dst, e.TurnID)
 	}
-	dst = append(dst, `,"seq":`...)
+	return append(dst, `,"seq":`...)
+}
+
+// appendEventTail appends seq's value and the members after it.
+func appendEventTail(dst []byte, e *Event) []byte {
 	dst = strconv.AppendInt(dst, e.Seq, 10)
 	if e.Text != "" {
 		dst = append(dst, `,"text":`...)
@@ -51,7 +88,7 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		}
 		dst = append(dst, '}')
 	}
-	return append(dst, '}'), true
+	return append(dst, '}')
 }
 
 // jsonSafeASCII marks with '1' the bytes appendJSONString copies as they

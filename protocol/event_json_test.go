@@ -35,8 +35,13 @@ func TestAppendEventJSON(t *testing.T) {
 		{Event{Type: KindText, Seq: 4, Text: "x", Raw: json.RawMessage(`{"a":1}`)}, false},
 		{Event{Type: KindTurnEnd, Seq: 5, TurnEnd: &TurnEnd{Outcome: OutcomeCompleted}}, false},
 	}
-	for _, tt := range tests {
+	var enc EventEncoder // one for all: its memory of the last head must not leak into the next
+	for _, tt := range append(tests, tests...) {
 		got, ok := AppendEventJSON([]byte("prefix"), &tt.e)
+		egot, eok := enc.Append([]byte("prefix"), &tt.e)
+		if eok != ok || string(egot) != string(got) {
+			t.Errorf("%+v: EventEncoder gave %q, %v; AppendEventJSON %q, %v", tt.e, egot, eok, got, ok)
+		}
 		if ok != tt.fast {
 			t.Errorf("%+v: fast path %v, want %v", tt.e, ok, tt.fast)
 			continue
@@ -69,6 +74,16 @@ func FuzzAppendEventJSON(f *testing.F) {
 		}
 		if want := stdEventJSON(t, &e); string(got) != want {
 			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+		// An EventEncoder after another event, then again (its head kept).
+		var enc EventEncoder
+		enc.Append(nil, &Event{Type: KindText, DialogID: "other", Seq: 1, Text: "x"})
+		for range 2 {
+			got, ok := enc.Append(nil, &e)
+			if want := stdEventJSON(t, &e); !ok || string(got) != want {
+				t.Fatalf("EventEncoder:\n got %s\nwant %s", got, want)
+			}
+			e.Seq++
 		}
 	})
 }

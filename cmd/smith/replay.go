@@ -127,10 +127,11 @@ func replayTo(ctx context.Context, out *bufio.Writer, color bool, o *replayOptio
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
+		var fast protocol.EventEncoder
 		render = func(e protocol.Event) {
 			// Deltas and segments (nearly all events) take the encoder
 			// without reflection; it writes the same bytes.
-			if b, ok := protocol.AppendEventJSON(out.AvailableBuffer(), &e); ok {
+			if b, ok := fast.Append(out.AvailableBuffer(), &e); ok {
 				out.Write(append(b, '\n'))
 				return
 			}
