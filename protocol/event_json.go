@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -120,9 +121,15 @@ func load64(s string, i int) uint64 {
 // for the other control bytes, \ufffd for each invalid UTF-8 byte, and
 // \u2028 and \u2029 escaped (they end lines in JavaScript).
 func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
+	dst = appendJSONStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes.
+func appendJSONStringBody(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look (nearly all
@@ -177,8 +184,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // AppendSummaryJSON appends s's JSON encoding to dst, byte for byte what
@@ -191,13 +197,30 @@ func appendJSONString(dst []byte, s string) []byte {
 // --json`). Everything but the two texts still goes through encoding/json;
 // they are encoded straight into dst.
 func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
+	before, after, err := summaryAround(s)
+	if err != nil {
+		return dst, err
+	}
+	// Room for everything, escapes aside: the texts are most of it.
+	dst = slices.Grow(dst, len(before)+len(after)+len(s.Text)+len(s.Reasoning)+32)
+	dst = append(dst, before...)
+	dst = append(dst, `,"text":`...)
+	dst = appendJSONString(dst, s.Text)
+	dst = append(dst, `,"reasoning":`...)
+	dst = appendJSONString(dst, s.Reasoning)
+	return append(dst, after...), nil
+}
+
+// summaryAround is the JSON encoding of s without its text and reasoning
+// members: the bytes before them and the bytes after them.
+func summaryAround(s *Summary) (before, after []byte, err error) {
 	rest := *s
 	rest.Text, rest.Reasoning = "", ""
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&rest); err != nil {
-		return dst, err
+		return nil, nil, err
 	}
 	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	// The members before text are strings and null, in which `,"` cannot
@@ -205,14 +228,64 @@ func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
 	const empty = `,"text":"","reasoning":""`
 	i := bytes.Index(out, []byte(empty))
 	if i < 0 {
-		return dst, errors.New("summary JSON without its text members")
+		return nil, nil, errors.New("summary JSON without its text members")
 	}
-	// Room for everything, escapes aside: the texts are most of it.
-	dst = slices.Grow(dst, len(out)+len(s.Text)+len(s.Reasoning)+64)
-	dst = append(dst, out[:i]...)
-	dst = append(dst, `,"text":`...)
-	dst = appendJSONString(dst, s.Text)
-	dst = append(dst, `,"reasoning":`...)
-	dst = appendJSONString(dst, s.Reasoning)
-	return append(dst, out[i+len(empty):]...), nil
+	return out[:i], out[i+len(empty):], nil
+}
+
+// WriteSummaryJSON writes what AppendSummaryJSON appends for s, and a
+// newline, to w. The texts are encoded a piece at a time into a small
+// buffer: the encoding of a long answer is never held whole (replay's
+// largest allocation after go-sse's, and page faults besides).
+func WriteSummaryJSON(w io.Writer, s *Summary) error {
+	return writeSummaryJSON(w, s, summaryPiece)
+}
+
+// summaryPiece is how many bytes of text WriteSummaryJSON encodes at once.
+const summaryPiece = 32 << 10
+
+func writeSummaryJSON(w io.Writer, s *Summary, piece int) error {
+	before, after, err := summaryAround(s)
+	if err != nil {
+		return err
+	}
+	// A copy: before and after share one array.
+	buf := make([]byte, 0, min(len(before)+len(s.Text)+len(s.Reasoning), 2*piece)+len(after)+64)
+	buf = append(buf, before...)
+	buf = append(buf, `,"text":"`...)
+	if buf, err = writeJSONStringBody(w, buf, s.Text, piece); err != nil {
+		return err
+	}
+	buf = append(buf, `","reasoning":"`...)
+	if buf, err = writeJSONStringBody(w, buf, s.Reasoning, piece); err != nil {
+		return err
+	}
+	buf = append(buf, '"')
+	buf = append(buf, after...)
+	_, err = w.Write(append(buf, '\n'))
+	return err
+}
+
+// writeJSONStringBody appends s's JSON encoding (no quotes) to buf a piece
+// at a time, writing buf to w and emptying it after each piece but the
+// last. Pieces are cut before a byte that starts a UTF-8 sequence (or is
+// no part of one), so that each piece encodes exactly as it does within
+// the whole: no sequence spans a cut.
+func writeJSONStringBody(w io.Writer, buf []byte, s string, piece int) ([]byte, error) {
+	for len(s) > piece {
+		end := piece
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		if end == 0 { // a piece shorter than the sequence: cut after it
+			for end = piece; end < len(s) && !utf8.RuneStart(s[end]); end++ {
+			}
+		}
+		buf = appendJSONStringBody(buf, s[:end])
+		if _, err := w.Write(buf); err != nil {
+			return buf, err
+		}
+		buf, s = buf[:0], s[end:]
+	}
+	return appendJSONStringBody(buf, s), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -110,14 +111,33 @@ func TestAppendSummaryJSON(t *testing.T) {
 			Violations: []Violation{}, TextTruncated: true},
 		{Type: "summary", Outcome: OutcomeError},
 		{},
+		{Type: "summary", Text: strings.Repeat("é✓\xe2\x82 \"\u2028x\xff\x00", 5000), Reasoning: strings.Repeat("ab", 40000)},
 	}
 	for _, s := range sums {
 		got, err := AppendSummaryJSON([]byte("x"), &s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "x" + stdSummaryJSON(t, &s); string(got) != want {
-			t.Errorf("\n got %s\nwant %s", got, want)
+		want := stdSummaryJSON(t, &s)
+		if string(got) != "x"+want {
+			t.Errorf("\n got %s\nwant x%s", got, want)
+		}
+		checkWriteSummaryJSON(t, &s, want)
+	}
+}
+
+// checkWriteSummaryJSON holds WriteSummaryJSON to want (encoding/json's
+// bytes for s), with pieces of every small size so that cuts fall inside
+// and around escapes and multi-byte sequences.
+func checkWriteSummaryJSON(t *testing.T, s *Summary, want string) {
+	t.Helper()
+	for _, piece := range []int{1, 2, 3, 4, 5, 7, 64, summaryPiece} {
+		var b bytes.Buffer
+		if err := writeSummaryJSON(&b, s, piece); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want+"\n" {
+			t.Fatalf("WriteSummaryJSON, pieces of %d bytes:\n got %s\nwant %s", piece, b.String(), want)
 		}
 	}
 }
@@ -131,9 +151,11 @@ func FuzzAppendSummaryJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := stdSummaryJSON(t, &s); string(got) != want {
+		want := stdSummaryJSON(t, &s)
+		if string(got) != want {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
+		checkWriteSummaryJSON(t, &s, want)
 	})
 }
 

@@ -445,8 +445,26 @@ func (t *tracker) scan(p []byte) (cut int) {
 			// The line of nearly every event, whole in p: what partial
 			// and endLine would conclude, without their field parsing.
 			t.dirty, t.hasData = true, true
-			t.prevCR = p[end] == '\r'
 			pos = end + 1
+			if p[end] == '\r' {
+				if pos == len(p) || p[pos] != '\n' {
+					t.prevCR = true
+					continue
+				}
+				pos++ // its LF
+			}
+			// The blank line that nearly always follows, whole in p:
+			// what endLine concludes for it, without another search.
+			switch {
+			case pos < len(p) && p[pos] == '\n':
+				pos++
+			case pos+1 < len(p) && p[pos] == '\r' && p[pos+1] == '\n':
+				pos += 2
+			default:
+				continue
+			}
+			t.endLine()
+			cut = pos
 			continue
 		}
 		t.partial(p[pos:end])

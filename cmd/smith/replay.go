@@ -137,14 +137,7 @@ func replayTo(ctx context.Context, out *bufio.Writer, color bool, o *replayOptio
 			}
 			_ = enc.Encode(e)
 		}
-		finish = func(sum *protocol.Summary) error {
-			b, err := protocol.AppendSummaryJSON(nil, sum)
-			if err != nil {
-				return err
-			}
-			_, err = out.Write(append(b, '\n'))
-			return err
-		}
+		finish = func(sum *protocol.Summary) error { return protocol.WriteSummaryJSON(out, sum) }
 	} else {
 		h := newHumanRenderer(out, color)
 		render, finish = h.event, h.summary
