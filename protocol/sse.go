@@ -191,24 +191,43 @@ func (r *SSEReader) dispatch(ev sse.Event) (SSEEvent, bool) {
 // ok is false only if the tracker saw no such block, which would be a bug:
 // the block is then dispatched as go-sse framed it.
 func judge(ev sse.Event, v verdict, ok bool, lastID *string) (SSEEvent, bool) {
+	if !admit(ev.LastEventID, &v, ok, lastID) {
+		return SSEEvent{}, false
+	}
+	return SSEEvent{Type: eventType(ev.Type), Data: ev.Data, LastEventID: *lastID, Retry: v.retry}, true
+}
+
+// admit is judge's decision alone: it updates lastID and reports whether
+// the block is dispatched. goID is go-sse's last event ID for the block.
+func admit(goID string, v *verdict, ok bool, lastID *string) bool {
+	id := goID
 	switch {
 	case !ok:
-		*lastID = ev.LastEventID
 	case v.keep:
-		*lastID = v.id
+		id = v.id
 	case v.blank:
 		// Ended by a blank line but without data (G1): the spec sets the
 		// last event ID string and fires nothing.
-		*lastID = v.id
-		return SSEEvent{}, false
+		if *lastID != v.id {
+			*lastID = v.id
+		}
+		return false
 	default:
-		return SSEEvent{}, false // the unterminated block go-sse yields at EOF (G2)
+		return false // the unterminated block go-sse yields at EOF (G2)
 	}
-	out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: *lastID, Retry: v.retry}
-	if out.Type == "" {
-		out.Type = "message"
+	if *lastID != id { // nearly always equal: no store, no write barrier
+		*lastID = id
 	}
-	return out, true
+	return true
+}
+
+// eventType is the spec's event type for go-sse's: "message" when the
+// stream named none.
+func eventType(t string) string {
+	if t == "" {
+		return "message"
+	}
+	return t
 }
 
 // end records and returns the error that ends the stream, given go-sse's
