@@ -35,6 +35,10 @@ type EventEncoder struct {
 	typ          Kind
 	dialog, turn string
 	head         []byte // `{"type":...,"seq":` for typ, dialog and turn
+	// seq and its decimal digits: the next event's seq is nearly always
+	// one more, counted up in the digits rather than formatted anew.
+	seq       int64
+	seqDigits []byte
 }
 
 // Append is AppendEventJSON(dst, e): the same bytes, the same verdict.
@@ -46,7 +50,29 @@ func (c *EventEncoder) Append(dst []byte, e *Event) ([]byte, bool) {
 		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
 		c.head = appendEventHead(c.head[:0], e)
 	}
-	return appendEventTail(append(dst, c.head...), e), true
+	dst = append(dst, c.head...)
+	switch {
+	case c.seqDigits != nil && e.Seq == c.seq:
+	case c.seqDigits != nil && e.Seq > 0 && c.seq == e.Seq-1:
+		c.seq, c.seqDigits = e.Seq, incDecimal(c.seqDigits)
+	default:
+		c.seq, c.seqDigits = e.Seq, strconv.AppendInt(c.seqDigits[:0], e.Seq, 10)
+	}
+	dst = append(dst, c.seqDigits...)
+	return appendEventRest(dst, e), true
+}
+
+// incDecimal adds one to the non-negative decimal number d, in place
+// unless it gains a digit.
+func incDecimal(d []byte) []byte {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] != '9' {
+			d[i]++
+			return d
+		}
+		d[i] = '0'
+	}
+	return append([]byte{'1'}, d...)
 }
 
 // fastEvent reports whether e is one of the events AppendEventJSON
@@ -73,7 +99,11 @@ func appendEventHead(dst []byte, e *Event) []byte {
 
 // appendEventTail appends seq's value and the members after it.
 func appendEventTail(dst []byte, e *Event) []byte {
-	dst = strconv.AppendInt(dst, e.Seq, 10)
+	return appendEventRest(strconv.AppendInt(dst, e.Seq, 10), e)
+}
+
+// appendEventRest appends the members after seq.
+func appendEventRest(dst []byte, e *Event) []byte {
 	if e.Text != "" {
 		dst = append(dst, `,"text":`...)
 		dst = appendJSONString(dst, e.Text)

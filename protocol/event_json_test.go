@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -55,6 +56,24 @@ func TestAppendEventJSON(t *testing.T) {
 		}
 		if want := "prefix" + stdEventJSON(t, &tt.e); string(got) != want {
 			t.Errorf("%+v:\n got %s\nwant %s", tt.e, got, want)
+		}
+	}
+}
+
+// EventEncoder counts seq up in its digits: across every carry, after a
+// jump, a repeat, a step back and negative numbers, its bytes are
+// AppendEventJSON's.
+func TestEventEncoderSeq(t *testing.T) {
+	var enc EventEncoder
+	seqs := []int64{0, 1, 2, 8, 9, 10, 11, 98, 99, 100, 101, 101, 50, 999, 1000, -2, -1, 0, 1, 9_999_999, 10_000_000, 1 << 62, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for s := int64(990); s < 1012; s++ {
+		seqs = append(seqs, s)
+	}
+	for _, seq := range seqs {
+		e := Event{Type: KindText, DialogID: "d", Seq: seq, Text: "x"}
+		got, _ := enc.Append(nil, &e)
+		if want, _ := AppendEventJSON(nil, &e); string(got) != string(want) {
+			t.Fatalf("seq %d: got %s, want %s", seq, got, want)
 		}
 	}
 }
