@@ -1,23 +1,28 @@
 #!/bin/sh
 # apply.sh: `smith apply` as a whole process beside `git apply` on the same
-# diffs, alternating in the same rounds (see docs/benchmarks.md, "smith apply
-# against git apply"):
+# diffs, alternating in the same rounds (see docs/benchmarks.md, "smith
+# apply (target 3)"):
 #
 #   1. the 1 MB diff (25 files, 2 175 one-change hunks, bench/apply/gen),
-#      on disk and on tmpfs (/dev/shm: an fsync costs nothing there, so the
-#      difference is fsync's share), and --check (parse and plan only);
-#   2. a one-hunk diff of one 50-line file, with a Go hello world as the
-#      floor of any Go process;
-#   3. a 50 MB diff (25 files of 43 500 lines): peak RSS of each tool, once.
+#      on disk and on tmpfs (/dev/shm, workspace and smith's state folder:
+#      an fsync costs nothing there, so the difference is the file system's
+#      and fsync's share), with --check (parse and plan only), and go-diff's
+#      parse alone as a whole process (bench/apply/parse: the floor of any
+#      smith apply, which parses with go-diff first);
+#   2. a one-hunk diff of one 50-line file, on disk and on tmpfs, with a Go
+#      hello world as the floor of any Go process;
+#   3. fsyncs per apply (strace): their number and the time spent in them,
+#      for the first apply in an empty state folder and for the next one;
+#   4. a 50 MB diff (25 files of 43 500 lines): peak RSS of each tool, once
+#      (skipped with HUGE=0).
 #
-#   bench/apply.sh [ROUNDS]      (default 15; needs git, strace for the fsync count)
+#   bench/apply.sh [ROUNDS]      (default 15; needs git, strace for step 3)
 #
 # Every run gets a fresh copy of the workspace and an empty state folder
-# (XDG_STATE_HOME: smith's journal and, since 3e23acd, the engine's state
-# file, which keeps every applied change), not measured. git apply runs
-# outside any repository. Environment: BIN (binaries, default
-# $TMPDIR/smith-bench), WORK (scratch on disk, default a new temporary
-# folder), SHM (scratch on tmpfs, default /dev/shm).
+# (XDG_STATE_HOME: smith's journal and the engine's state), not measured.
+# git apply runs outside any repository. Environment: BIN (binaries,
+# default $TMPDIR/smith-bench), WORK (scratch on disk, default a new
+# temporary folder), SHM (scratch on tmpfs, default /dev/shm).
 set -eu
 rounds=${1:-15}
 cd "$(dirname "$0")/.."
@@ -25,6 +30,7 @@ bin=${BIN:-${TMPDIR:-/tmp}/smith-bench}
 mkdir -p "$bin"
 CGO_ENABLED=0 go build -o "$bin/smith" ./cmd/smith
 CGO_ENABLED=0 go build -o "$bin/hello" ./bench/startup/hello
+CGO_ENABLED=0 go build -o "$bin/parse" ./bench/apply/parse
 go build -o "$bin/abproc" ./bench/abproc
 work=${WORK:-$(mktemp -d)}
 shm=$(mktemp -d "${SHM:-/dev/shm}/smith-apply.XXXXXX")
@@ -34,30 +40,43 @@ go run ./bench/apply/gen -dir "$work/big"
 go run ./bench/apply/gen -dir "$work/one" -files 1 -lines 50 -every 50
 go run ./bench/apply/gen -dir "$work/huge" -lines 43500
 cp -a "$work/big" "$shm/big"
+cp -a "$work/one" "$shm/one"
 export GIT_CEILING_DIRECTORIES="$work:$shm" XDG_STATE_HOME="$work/state"
 s=$bin/smith
 echo "## 1 MB diff: $(wc -c <"$work/big/patch.diff") bytes, $(grep -c '^@@' "$work/big/patch.diff") hunks, 25 files; $(uptime)"
+# The tmpfs runs keep smith's state on tmpfs too (through env, whose exec
+# is part of the measured process: a few hundredths of a millisecond).
 "$bin/abproc" -rounds "$rounds" -dir "$work/big" \
-	-setup "rm -rf ws $work/state && cp -a ws.orig ws && sync -f ws && rm -rf $shm/big/ws && cp -a $shm/big/ws.orig $shm/big/ws" -- \
+	-setup "rm -rf ws $work/state $shm/state && cp -a ws.orig ws && sync -f ws && rm -rf $shm/big/ws && cp -a $shm/big/ws.orig $shm/big/ws" -- \
 	smith="$s" apply -C ws patch.diff -- git=git -C ws apply ../patch.diff -- \
-	smith-tmpfs="$s" apply -C "$shm/big/ws" patch.diff -- git-tmpfs=git -C "$shm/big/ws" apply ../patch.diff -- \
-	smith-check="$s" apply --check -C ws patch.diff -- git-check=git -C ws apply --check ../patch.diff 2>/dev/null
+	smith-tmpfs=env XDG_STATE_HOME="$shm/state" "$s" apply -C "$shm/big/ws" patch.diff -- git-tmpfs=git -C "$shm/big/ws" apply ../patch.diff -- \
+	smith-check="$s" apply --check -C ws patch.diff -- git-check=git -C ws apply --check ../patch.diff -- \
+	go-diff-parse="$bin/parse" patch.diff -- hello="$bin/hello" 2>/dev/null
 echo
 echo "## one-hunk diff; $(uptime)"
-"$bin/abproc" -rounds "$((rounds * 10))" -dir "$work/one" -setup "rm -rf ws $work/state && cp -a ws.orig ws" -- \
+"$bin/abproc" -rounds "$((rounds * 10))" -dir "$work/one" \
+	-setup "rm -rf ws $work/state $shm/state && cp -a ws.orig ws && rm -rf $shm/one/ws && cp -a $shm/one/ws.orig $shm/one/ws" -- \
 	smith="$s" apply -C ws patch.diff -- git=git -C ws apply ../patch.diff -- \
+	smith-tmpfs=env XDG_STATE_HOME="$shm/state" "$s" apply -C "$shm/one/ws" patch.diff -- git-tmpfs=git -C "$shm/one/ws" apply ../patch.diff -- \
 	smith-check="$s" apply --check -C ws patch.diff -- git-check=git -C ws apply --check ../patch.diff -- \
 	hello="$bin/hello" 2>/dev/null
 if command -v strace >/dev/null; then
 	echo
-	echo "## fsync calls per apply"
+	echo "## fsyncs per apply: calls, and seconds spent in them (strace -w); the wall time of the same run under strace"
+	# fsyncs CMD...: runs CMD under strace and prints its fsync calls and time.
+	fsyncs() {
+		start=$(date +%s%N)
+		strace -f -c -w -e trace=fsync,fdatasync -o "$work/strace" "$@" >/dev/null 2>&1
+		end=$(date +%s%N)
+		awk -v wall=$(((end - start) / 1000)) '$NF ~ /^(fsync|fdatasync)$/ { n += $4; s += $2 } END { printf "%d fsyncs, %.1f ms in fsync, %.1f ms wall\n", n, s * 1000, wall / 1000 }' "$work/strace"
+	}
 	for c in big one; do
 		(cd "$work/$c" && rm -rf ws "$work/state" && cp -a ws.orig ws && sync -f ws &&
-			strace -f -c -e trace=fsync,fdatasync,sync_file_range -o "$work/strace" "$s" apply -C ws patch.diff >/dev/null 2>&1 &&
-			echo "$c: smith $(awk '$NF ~ /^(fsync|fdatasync)$/ { n += $4 } END { print n + 0 }' "$work/strace")" &&
-			rm -rf ws && cp -a ws.orig ws &&
-			strace -f -c -e trace=fsync,fdatasync -o "$work/strace" git -C ws apply ../patch.diff >/dev/null 2>&1 &&
-			echo "$c: git apply $(awk '$NF ~ /^(fsync|fdatasync)$/ { n += $4 } END { print n + 0 }' "$work/strace")")
+			echo "$c, smith, first apply (empty state folder): $(fsyncs "$s" apply -C ws patch.diff)" &&
+			rm -rf ws && cp -a ws.orig ws && sync -f ws &&
+			echo "$c, smith, next apply (same state folder): $(fsyncs "$s" apply -C ws patch.diff)" &&
+			rm -rf ws && cp -a ws.orig ws && sync -f ws &&
+			echo "$c, git apply: $(fsyncs git -C ws apply ../patch.diff)")
 	done
 fi
 [ "${HUGE:-1}" = 0 ] && exit 0

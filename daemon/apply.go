@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,14 +190,21 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if err != nil {
 		return nil, err
 	}
-	if contentHash(tg.text, tg.exists) != snap.BaseHash {
+	// The text the change was planned against, byte for byte, when its
+	// plan was kept (recordChange): no need to hash it again.
+	k := snap.planned
+	same := k != nil && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
+	if !same && contentHash(tg.text, tg.exists) != snap.BaseHash {
 		e.revalidate(changeID, tg.text, tg.exists)
 		now := e.view(changeID)
 		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
 		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
 	}
-	fp, err := e.planChange(&snap, tg.text, tg.exists)
-	if err != nil {
+	tg.hash = snap.BaseHash // what tg holds: checked just above
+	var fp *filePlan
+	if same {
+		fp = k.fp
+	} else if fp, err = e.planChange(&snap, tg.text, tg.exists); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 	}
 	snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
@@ -252,7 +260,7 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st})
+	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +272,12 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 // ApplyEdit per editor, the rest in one atomic disk commit). They share an
 // undo group: Undo("") takes them all back at once.
 func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change, error) {
+	return e.applyChanges(ctx, changeIDs, true)
+}
+
+// applyChanges is ApplyChanges; without views it returns no changes and
+// presents them only to listening editors (announce).
+func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views bool) ([]Change, error) {
 	p := e.peerOf(ctx)
 	defer e.flush()
 	e.cs.writeMu.Lock()
@@ -286,16 +300,18 @@ func (e *Engine) ApplyChanges(ctx context.Context, changeIDs []string) ([]Change
 		}
 		steps = append(steps, st)
 	}
-	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps)
+	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps, views)
 }
 
-// commitApply journals, writes and records a planned apply.
-func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep) ([]Change, error) {
+// commitApply journals, writes and records a planned apply. It returns
+// the changes' views only with views.
+func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool) ([]Change, error) {
 	group := e.cs.newUndoGroup()
+	bs := e.store.newBlobStage()
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
-			rec, err := e.addUndo(st.c, "apply", w, group, st.ids)
+			rec, err := e.addUndo(st.c, "apply", w, group, st.ids, bs)
 			if err != nil {
 				e.failUndo(steps)
 				return nil, err
@@ -310,7 +326,7 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	for _, st := range steps {
 		recs = append(recs, st.recs...)
 	}
-	if err := e.saveUndos(recs...); err != nil {
+	if err := e.saveUndos(bs, recs...); err != nil {
 		return nil, err
 	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
@@ -320,9 +336,15 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	if err := e.cs.applied(steps); err != nil {
 		e.log.Error("save state", "err", err)
 	}
+	if !views && !e.listened() {
+		return nil, nil // no one to present the changes to
+	}
 	var out []Change
 	for _, st := range steps {
 		out = append(out, *e.announce(st.c.ID, st.ws...))
+	}
+	if !views {
+		return nil, nil
 	}
 	return out, nil
 }
@@ -398,10 +420,33 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
 func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
+	out, _, err := e.applyPatch(ctx, dialogID, chs, true)
+	return out, err
+}
+
+// ApplyPatchIDs is ApplyPatch for a caller that reports the result itself
+// (smith apply): it returns the recorded changes' ids, not their views, so
+// that the changes are not planned again just to present them. Attached
+// editors are still told.
+func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
+	_, ids, err := e.applyPatch(ctx, dialogID, chs, false)
+	return ids, err
+}
+
+func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
 	if len(chs) == 0 {
-		return nil, errors.New("no change to apply")
+		return nil, nil, errors.New("no change to apply")
 	}
 	var ids []string
+	var recs []*changeRecord
+	defer func() {
+		// The plans kept for this apply are of no use after it.
+		e.cs.mu.Lock()
+		for _, c := range recs {
+			c.planned = nil
+		}
+		e.cs.mu.Unlock()
+	}()
 	giveUp := func() {
 		for _, id := range ids {
 			if _, err := e.Reject(ctx, id, nil); err != nil {
@@ -412,17 +457,17 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
 	for _, ch := range chs {
-		c, err := e.propose(ctx, dialogID, ch, true)
+		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
 			giveUp()
-			return nil, err
+			return nil, nil, err
 		}
-		ids = append(ids, c.ID)
+		ids, recs = append(ids, c.ID), append(recs, c)
 	}
-	out, err := e.ApplyChanges(ctx, ids)
+	out, err := e.applyChanges(ctx, ids, views)
 	if err != nil {
 		giveUp()
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, ids, nil
 }

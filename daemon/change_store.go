@@ -44,13 +44,15 @@ type changeStore struct {
 	byID  map[string]*changeRecord
 	st    changesState
 	file  *stateFile
-	moved func() // told on every save that the set of open changes may have moved (the watcher)
+	moved func()   // told when a save changes the files with open changes (the watcher)
+	open  []string // those files at the last save, sorted: moved is told only when they change
 }
 
 func newChangeStore(st changesState, file *stateFile) *changeStore {
 	cs := &changeStore{byID: map[string]*changeRecord{}, st: st, file: file}
 	for _, c := range st.Changes {
 		cs.byID[c.ID] = c
+		c.blobs = file.store
 	}
 	return cs
 }
@@ -335,10 +337,58 @@ func (cs *changeStore) rejected(c *changeRecord, ids []string) {
 
 // saveLocked writes the state file. Called with mu held. Every change
 // of the set of open changes is saved, so this is also where the watcher
-// learns that the directories it should watch may have moved.
+// learns that the directories it should watch may have moved: only when
+// the files with open changes are others than at the last save (an apply
+// that is journalled, then written, is two saves and one move).
 func (cs *changeStore) saveLocked() error {
-	if cs.moved != nil {
+	if open := cs.openFilesLocked(); cs.moved != nil && !slices.Equal(open, cs.open) {
+		cs.open = open
 		cs.moved()
 	}
+	bs := cs.file.store.newBlobStage()
+	moveOut := cs.stageDiffsLocked(bs)
+	if bs.commit() == nil {
+		moveOut()
+	} // else the diffs stay in the state file, as before
 	return cs.file.saveChanges(&cs.st)
+}
+
+// openFilesLocked lists, sorted, the files of the open changes (those
+// the watcher re-validates: watcher.wanted).
+func (cs *changeStore) openFilesLocked() []string {
+	var files []string
+	for _, c := range cs.st.Changes {
+		if !revalidatable(c.Status) || c.Abs == "" {
+			continue
+		}
+		files = append(files, c.Abs)
+		if c.OldAbs != "" {
+			files = append(files, c.OldAbs)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// stageDiffsLocked stages in bs the large diffs still kept in the state
+// file (largeDiff); the returned func, called once bs is committed,
+// makes the records refer to their blobs instead. Called with mu held.
+func (cs *changeStore) stageDiffsLocked(bs *blobStage) func() {
+	var out []*changeRecord
+	var refs []blobRef
+	for _, c := range cs.st.Changes {
+		if c.DiffRef != nil || len(c.Diff) < largeDiff {
+			continue
+		}
+		ref, err := bs.put([]byte(c.Diff), true, "")
+		if err != nil {
+			continue // kept in the state file
+		}
+		out, refs = append(out, c), append(refs, ref)
+	}
+	return func() {
+		for i, c := range out {
+			c.DiffRef, c.Diff, c.blobs = &refs[i], "", cs.file.store
+		}
+	}
 }

@@ -27,10 +27,11 @@ import (
 // recordChange turns one change event into a change record. It returns a
 // violation message when the change targets a path outside the workspace.
 //
-// The state is saved with the record unless deferSave is set: a caller that
-// records many changes at once (ApplyPatch) saves once after them all,
-// since each save rewrites the whole state file.
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, deferSave bool) (*changeRecord, string) {
+// The state is saved with the record unless batch is set: a caller that
+// records many changes to apply them at once (ApplyPatch) saves once after
+// them all, since each save rewrites the whole state file, and the record
+// keeps its plan for that apply (planned), which then need not plan again.
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, batch bool) (*changeRecord, string) {
 	id := e.cs.nextID()
 
 	c := &changeRecord{
@@ -82,10 +83,13 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 				c.Kind = protocol.ChangeCreate
 			}
 		}
-		e.plan(c, text, exists)
+		fp := e.plan(c, text, exists)
+		if batch && fp != nil && fp.file != nil && !fp.rename {
+			c.planned = &keptPlan{fp: fp, base: c.BaseHash, text: text, exists: exists}
+		}
 	}
 
-	if err := e.cs.add(c, !deferSave); err != nil {
+	if err := e.cs.add(c, !batch); err != nil {
 		e.log.Error("save state", "err", err)
 	}
 	return c, violation
@@ -105,25 +109,31 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
 func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
-	return e.propose(ctx, dialogID, ch, false)
+	_, v, err := e.propose(ctx, dialogID, ch, false, true)
+	return v, err
 }
 
-// propose is Propose; deferSave leaves saving the state to the caller.
-func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, deferSave bool) (*Change, error) {
+// propose is Propose; batch leaves saving the state to the caller, which
+// applies the change at once (recordChange). Without views the change is
+// not presented (nil is returned) unless an editor listens.
+func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, batch, views bool) (*changeRecord, *Change, error) {
 	p := e.peerOf(ctx)
 	if _, _, err := e.ws.resolve(ch.Path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ch.OldPath != "" {
 		if _, _, err := e.ws.resolve(ch.OldPath); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch, deferSave)
+	c, _ := e.recordChange(p, dialogID, "", ch, batch)
+	if !views && !e.listened() {
+		return c, nil, nil
+	}
 	v := e.view(c.ID)
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
-	return v, nil
+	return c, v, nil
 }
 
 // userText is the text the user sees of abs: the open buffer (p's editor
@@ -147,7 +157,9 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 // An undone change stays undone (its hunks keep that status): it is
 // re-planned only so that an Apply on purpose starts from the text now,
 // and a plan that fails just says so in its reason.
-func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
+//
+// It returns the plan when the change is pending on it (nil otherwise).
+func (e *Engine) plan(c *changeRecord, text []byte, exists bool) *filePlan {
 	c.BaseHash = contentHash(text, exists)
 	fp, err := e.planChange(c, text, exists)
 	if c.Status == StatusUndone {
@@ -155,12 +167,12 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 		if err != nil {
 			c.Reason = fmt.Sprintf("%s: no longer applies: %v", c.Path, err)
 		}
-		return
+		return nil
 	}
 	if err != nil && e.holdsResult(c, text, exists) {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
-		return
+		return nil
 	}
 	if err != nil {
 		c.Status = StatusConflict
@@ -170,7 +182,7 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 				c.Hunks[i].Status = StatusConflict
 			}
 		}
-		return
+		return nil
 	}
 	prev := map[string]string{}
 	for _, h := range c.Hunks {
@@ -182,13 +194,13 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 			hunks[i].Status = s
 		}
 	}
-	c.Hunks = hunks
+	c.Hunks = slices.Clone(hunks) // fp's stay as planned (recordChange may keep fp)
 	c.Reason = ""
 	c.Status = deriveStatus(c.Hunks, StatusPending)
 	if c.Status == StatusConflict && e.holdsResult(c, text, exists) {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
-		return
+		return nil
 	}
 	if c.Status == StatusConflict {
 		c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
@@ -196,7 +208,12 @@ func (e *Engine) plan(c *changeRecord, text []byte, exists bool) {
 	if c.Status == StatusPending && fp.noop {
 		c.Status = StatusStale
 		c.Reason = fmt.Sprintf("%s already holds the result of this change; nothing to apply", c.Path)
+		return nil
 	}
+	if c.Status != StatusPending {
+		return nil
+	}
+	return fp
 }
 
 // holdsResult reports whether text already is what c would produce (the

@@ -268,6 +268,20 @@ func (e *Engine) notifyAll(n Notification) {
 	}
 }
 
+// listened reports whether a notification reaches anyone: an attached
+// Peer with an Editor. Without one, a change's view (planning it against
+// the text again) is not computed for notifications alone.
+func (e *Engine) listened() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for p := range e.peers {
+		if p.box != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // document returns the text the user sees of abs: the open buffer of p's
 // editor, else of any attached editor, else nothing (open=false).
 func (e *Engine) document(p *Peer, abs string) (text []byte, version int32, ed Editor, open bool) {

@@ -83,6 +83,9 @@ func conflictText(h *diffapply.Hunk) string {
 // An error is a refusal of the whole change; single hunks that do not match
 // come back with status conflict.
 func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePlan, error) {
+	if c.diffErr != nil {
+		return nil, fmt.Errorf("the change's diff cannot be read: %w", c.diffErr)
+	}
 	if c.OldAbs != "" {
 		return e.planRename(c, text, exists)
 	}

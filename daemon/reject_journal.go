@@ -14,6 +14,7 @@ import (
 type target struct {
 	text    []byte
 	exists  bool
+	hash    string // contentHash of text, when known ("": not computed)
 	open    bool
 	version int32
 	ed      Editor
@@ -144,40 +145,49 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
 func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
-	r, err := e.addUndo(c, action, w, group, hunks)
+	bs := e.store.newBlobStage()
+	r, err := e.addUndo(c, action, w, group, hunks, bs)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.saveUndos(r); err != nil {
+	if err := e.saveUndos(bs, r); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// saveUndos makes records added by addUndo durable (one save of the state
-// file for all of them: a write-ahead record only has to be on disk before
-// the first write). On failure the records are dropped again.
-func (e *Engine) saveUndos(recs ...*undoRecord) error {
+// saveUndos makes records added by addUndo durable, with the blobs they
+// staged in bs (one pass), then one save of the state file for all of
+// them: a write-ahead record only has to be on disk before the first
+// write. On failure the records are dropped again.
+func (e *Engine) saveUndos(bs *blobStage, recs ...*undoRecord) error {
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
+	// New changes' large diffs are made durable in the same pass.
+	moveOut := e.cs.stageDiffsLocked(bs)
+	if err := bs.commit(); err != nil {
+		e.cs.st.Undo = slices.DeleteFunc(e.cs.st.Undo, func(r *undoRecord) bool { return slices.Contains(recs, r) })
+		return fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+	}
+	moveOut()
 	if err := e.cs.saveLocked(); err != nil {
 		e.cs.st.Undo = slices.DeleteFunc(e.cs.st.Undo, func(r *undoRecord) bool { return slices.Contains(recs, r) })
 		return fmt.Errorf("journal the write (nothing was written): %w", err)
 	}
+	// The record must survive an operating-system crash before the first
+	// write: its rename too, not only the file's bytes.
+	syncDir(e.store.dir)
 	return nil
 }
 
-// addUndo is beginUndo without the save: the caller saves (saveUndos)
-// before it writes anything.
-func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
-	before, err := e.store.putBlob(w.tg.text, w.tg.exists)
+// addUndo is beginUndo without the save: the bytes before go to bs, and
+// the caller saves (saveUndos) before it writes anything.
+func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string, bs *blobStage) (*undoRecord, error) {
+	before, err := bs.put(w.tg.text, w.tg.exists, w.tg.hash)
 	if err != nil {
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}
-	after, err := e.store.putBlob(w.next, w.nextExists)
-	if err != nil {
-		return nil, fmt.Errorf("journal the bytes after the write (nothing was written): %w", err)
-	}
+	after := hashRef(w.next, w.nextExists)
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
 	prev := map[string]string{}
@@ -275,10 +285,15 @@ func (e *Engine) settle(r *undoRecord) {
 	c.Reason = ""
 }
 
-// snapshot copies a record so that it can be used without e.cs.mu.
+// snapshot copies a record so that it can be used without e.cs.mu, with
+// its diff read back from the blob store when it is kept there.
 func (c *changeRecord) snapshot() changeRecord {
 	s := *c
 	s.Hunks = slices.Clone(c.Hunks)
+	if s.Diff == "" && s.DiffRef != nil {
+		b, err := c.blobs.getBlob(*s.DiffRef)
+		s.Diff, s.diffErr = string(b), err
+	}
 	return s
 }
 

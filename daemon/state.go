@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,13 +12,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/smith-dev/smith/protocol"
 )
 
 // stateVersion is the layout version of state.json; a newer file is refused
-// rather than half-understood.
-const stateVersion = 1
+// rather than half-understood. Version 2 keeps large diffs in the blob
+// store (changeRecord.DiffRef), which version 1 would read as no diff.
+const stateVersion = 2
+
+// largeDiff is the size from which a change's diff is kept as a blob, not
+// in state.json: the state file is rewritten on every save, a blob once.
+// Below it the copy costs less than a file of its own and its fsync.
+const largeDiff = 4 << 10
 
 // stateDirFor returns the per-workspace state folder under root:
 // root/<first 16 hex digits of sha256(resolved workspace path)>. Keying by the
@@ -156,6 +164,27 @@ type changeRecord struct {
 	Content  *string         `json:"content"`          // whole new content when known (write_to_file)
 	Diff     string          `json:"diff"`             // what is planned: Src.Diff, or derived from Content (contentDiff)
 	BaseHash string          `json:"baseHash"`         // sha256 of the text the hunks were planned against
+
+	// DiffRef names the blob holding a large Diff (largeDiff). Once the
+	// blob is durable the record drops Diff, in memory too; snapshot reads
+	// it back for whoever plans the change, from blobs.
+	DiffRef *blobRef `json:"diffRef,omitempty"`
+	blobs   store
+	diffErr error // reading the blob failed (snapshot): planning says so
+
+	// planned is the plan of a change recorded to be applied at once
+	// (ApplyPatch), so that the apply does not plan it again; in memory
+	// only, and dropped when that apply ends.
+	planned *keptPlan
+}
+
+// keptPlan is a change's plan against the text with hash base: it holds
+// only while the change's BaseHash is base and its file still hashes so.
+type keptPlan struct {
+	fp     *filePlan
+	base   string
+	text   []byte // the text planned against (not copied: never changed)
+	exists bool
 }
 
 // source is the file whose text a change is planned against: the source
@@ -206,10 +235,15 @@ type undoRecord struct {
 	PrevStat string   `json:"prevStatus"` // change status before the write
 }
 
-// blobRef names file content: absent, or the sha256 of bytes kept in blobs/.
+// blobRef names file content: absent, or the sha256 of bytes kept in
+// blobs/: loose under their hash, or at Off (Len bytes) in the pack
+// blobs/Pack (blobStage).
 type blobRef struct {
 	Exists bool   `json:"exists"`
 	Hash   string `json:"hash,omitempty"`
+	Pack   string `json:"pack,omitempty"`
+	Off    int64  `json:"off,omitempty"`
+	Len    int64  `json:"len,omitempty"`
 }
 
 func hashBytes(b []byte) string {
@@ -263,35 +297,150 @@ func (s store) load(ws workspace) (*persisted, error) {
 	return p, nil
 }
 
-// putBlob stores b under its hash (idempotent) and returns the reference.
-func (s store) putBlob(b []byte, exists bool) (blobRef, error) {
+// blobStage holds the blobs of one save of the journal (the bytes before
+// the files of one apply, new changes' large diffs) while they are
+// written. They go into one pack file (blobs/pack-*), so that making them
+// durable costs one fsync of the pack and one of its folder, however many
+// files the apply has; a blob whose hash is stored loose already (an
+// older smith's, or one packed earlier) is not written again. Each
+// blobRef names its pack and byte range, and getBlob checks the hash of
+// what it reads there.
+type blobStage struct {
+	s     store
+	name  string   // the pack's file name
+	parts [][]byte // its contents, in order (not copied)
+	size  int64
+	seen  map[string]blobRef
+}
+
+func (s store) newBlobStage() *blobStage {
+	return &blobStage{s: s, seen: map[string]blobRef{}}
+}
+
+// put stages b and returns its reference, valid once commit succeeds.
+// b is written as it is at commit: it must not change until then. h is
+// its hash when the caller knows it ("": put computes it).
+func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if !exists {
 		return blobRef{}, nil
 	}
-	h := hashBytes(b)
-	p := s.blobPath(h)
-	if _, err := os.Stat(p); err == nil {
-		return blobRef{Exists: true, Hash: h}, nil
+	if h == "" {
+		h = hashBytes(b)
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return blobRef{}, fmt.Errorf("blob store: %w", err)
+	if ref, ok := bs.seen[h]; ok {
+		return ref, nil
 	}
-	if err := writeAtomic(p, b, 0o600); err != nil {
-		return blobRef{}, err
+	ref := blobRef{Exists: true, Hash: h}
+	if _, err := os.Stat(bs.s.blobPath(h)); err != nil {
+		if bs.name == "" {
+			bs.name = fmt.Sprintf("pack-%d-%s", time.Now().UnixNano(), randomHex(4))
+		}
+		ref.Pack, ref.Off, ref.Len = bs.name, bs.size, int64(len(b))
+		bs.parts, bs.size = append(bs.parts, b), bs.size+int64(len(b))
 	}
-	return blobRef{Exists: true, Hash: h}, nil
+	bs.seen[h] = ref
+	return ref, nil
 }
+
+// commit writes the pack and makes it durable: the file, then its folder
+// (the entry that names it). Nothing staged, nothing written.
+func (bs *blobStage) commit() error {
+	if len(bs.parts) == 0 {
+		return nil
+	}
+	dir := bs.s.packDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil { // load made it: one stat
+		return fmt.Errorf("blob store: %w", err)
+	}
+	// Under its final name at once: a pack is named afresh for each
+	// stage, and nothing refers to it before this returns (a pack half
+	// written by a killed process is an orphan, never read).
+	p := filepath.Join(dir, bs.name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	for _, b := range bs.parts {
+		if _, err = f.Write(b); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		syncDir(dir)
+	}
+	bs.parts, bs.size = nil, 0
+	if err != nil {
+		os.Remove(p)
+		return fmt.Errorf("blob store: write %s: %w", p, err)
+	}
+	return nil
+}
+
+// syncDir makes the entries of dir durable; best effort, as in diffapply:
+// some file systems refuse to sync directories.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// hashRef names content without storing it: the bytes after a write are
+// in the written file, and the journal needs only their hash to tell
+// whether the file still holds them.
+func hashRef(b []byte, exists bool) blobRef {
+	if !exists {
+		return blobRef{}
+	}
+	return blobRef{Exists: true, Hash: hashBytes(b)}
+}
+
+// packDir holds the packs of blobs (blobStage), beside the folders of
+// loose blobs (blobPath).
+func (s store) packDir() string { return filepath.Join(s.dir, "blobs") }
 
 func (s store) getBlob(r blobRef) ([]byte, error) {
 	if !r.Exists {
 		return nil, nil
 	}
-	b, err := os.ReadFile(s.blobPath(r.Hash))
+	var b []byte
+	var err error
+	if r.Pack == "" {
+		b, err = os.ReadFile(s.blobPath(r.Hash))
+	} else {
+		b, err = readRange(filepath.Join(s.packDir(), filepath.Base(r.Pack)), r.Off, r.Len)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("undo journal blob %s: %w", r.Hash[:12], err)
 	}
 	if hashBytes(b) != r.Hash {
 		return nil, fmt.Errorf("undo journal blob %s is damaged", r.Hash[:12])
+	}
+	return b, nil
+}
+
+// readRange reads n bytes at off of the file at p.
+func readRange(p string, off, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -379,15 +379,13 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		}
 		seen[r] = true
 		e := journalEntry{Path: r, Mode: 0o644}
-		cur, exists, err := readRegular(t.d, r)
+		// r is resolved (confined): the open file's own stat is the
+		// target's, and verify compares it with what Lstat says later.
+		cur, fi, err := readRegularInfo(t.d, r)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", rel, err)
 		}
-		if exists {
-			fi, err := t.d.Lstat(r)
-			if err != nil {
-				return nil, err
-			}
+		if fi != nil {
 			e.Existed = true
 			e.Mode = fi.Mode().Perm()
 			pre[i] = preimage{bytes: cur, size: fi.Size(), mtime: fi.ModTime()}
@@ -515,6 +513,29 @@ func createFile(d *os.Root, name string, b []byte, mode fs.FileMode) (*os.File, 
 	return f, nil
 }
 
+// writeNew creates name like createFile, syncs it when sync is set and
+// closes it; on error nothing is left behind.
+func writeNew(d *os.Root, name string, b []byte, mode fs.FileMode, sync bool) error {
+	f, err := createFile(d, name, b, mode)
+	if err != nil {
+		return err
+	}
+	if sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if d != nil {
+			d.Remove(name)
+		} else {
+			os.Remove(name)
+		}
+	}
+	return err
+}
+
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync() // best effort: some file systems refuse to sync directories
@@ -545,15 +566,7 @@ func (t *txn) writeManifest(durable bool) error {
 	p := filepath.Join(t.tx, manifestName)
 	tmp := p + ".tmp"
 	os.Remove(tmp)
-	f, err := createFile(nil, tmp, b, 0o600)
-	if err == nil {
-		if durable {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
+	err = writeNew(nil, tmp, b, 0o600, durable)
 	if err == nil {
 		err = os.Rename(tmp, p)
 	}
@@ -782,17 +795,10 @@ func (t *txn) restore(e journalEntry, old []byte) error {
 		return err
 	}
 	t.d.Remove(tmp)
-	f, err := createFile(t.d, tmp, old, e.Mode)
-	if err != nil {
+	if err := writeNew(t.d, tmp, old, e.Mode, true); err != nil {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = t.op("restore "+e.Path, func() error { return t.d.Rename(tmp, e.Path) })
-	}
+	err := t.op("restore "+e.Path, func() error { return t.d.Rename(tmp, e.Path) })
 	if err != nil {
 		t.d.Remove(tmp)
 		return err

@@ -101,6 +101,23 @@ func eachParallel(n, size int, do func(i int)) {
 }
 
 func parseFile(rf *rawFile) (*fileDiff, error) {
+	fd, err := parseFileHeader(rf, len(rf.hunks))
+	if err != nil {
+		return nil, err
+	}
+	if fd.hunks, err = parseHunks(rf.hunks); err != nil {
+		return nil, err
+	}
+	return fd, nil
+}
+
+// parseFileHeader parses a section's header: names, extended headers,
+// and the refusals that need no hunk (binary patches, a section with
+// nothing to apply; nhunks is its number of hunks). The hunks are parsed
+// apart (parseHunks), so that a streamed plan parses them one file at a
+// time. A section without hunks gives parseHunks nothing to refuse, so
+// checking for that here keeps parseFile's order of refusals.
+func parseFileHeader(rf *rawFile, nhunks int) (*fileDiff, error) {
 	fd := &fileDiff{line: rf.line}
 	for _, l := range rf.header {
 		l = strings.TrimSuffix(l, "\r")
@@ -118,12 +135,7 @@ func parseFile(rf *rawFile) (*fileDiff, error) {
 			return nil, &ParseError{Line: rf.line, Msg: "bad extended header", Err: err}
 		}
 	}
-	hunks, err := parseHunks(rf.hunks)
-	if err != nil {
-		return nil, err
-	}
-	fd.hunks = hunks
-	if len(fd.hunks) == 0 && fd.renameFrom == "" && fd.copyFrom == "" && fd.oldMode == fd.newMode && !fd.newFile && !fd.deletedFile {
+	if nhunks == 0 && fd.renameFrom == "" && fd.copyFrom == "" && fd.oldMode == fd.newMode && !fd.newFile && !fd.deletedFile {
 		return nil, &ParseError{Line: rf.line, Msg: fmt.Sprintf("%s: no hunks and no rename, copy, mode or create/delete header: nothing to apply", rf.displayName())}
 	}
 	return fd, nil

@@ -275,30 +275,37 @@ func (w *Workspace) readRel(rel string) ([]byte, bool, error) {
 // the check must not hang the reader), refuses anything but a regular
 // file, and reads it.
 func readRegular(d *os.Root, name string) ([]byte, bool, error) {
+	b, fi, err := readRegularInfo(d, name)
+	return b, fi != nil, err
+}
+
+// readRegularInfo is readRegular with the file's FileInfo (nil when it
+// does not exist), taken from the open file: no second lookup by name.
+func readRegularInfo(d *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	f, err := d.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, false, &PathError{Path: name, Rule: RuleNotRegular}
+		return nil, nil, &PathError{Path: name, Rule: RuleNotRegular}
 	}
 	b := make([]byte, 0, fi.Size()+1)
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF {
-			return b, true, nil
+			return b, fi, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -87,6 +88,7 @@ type File struct {
 	lines lines
 	conv  string
 	jobs  []*job
+	root  string // the Patch's, for Writes
 }
 
 // Hunk is one hunk of a File and the outcome of matching it.
@@ -140,23 +142,41 @@ func (h *Hunk) OK() bool { return h.Conflict == nil && h.File.Conflict == nil }
 
 // Where describes the match: "at line 120 (offset +18, whitespace-insensitive)".
 func (h *Hunk) Where() string {
-	var notes []string
+	// Appended, not formatted: smith apply prints it for every hunk.
+	b := make([]byte, 0, 64)
+	b = append(b, "at line "...)
+	b = strconv.AppendInt(b, int64(h.Line), 10)
+	b = append(b, " ("...)
+	notes := 0
+	note := func(s string) {
+		if notes > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, s...)
+		notes++
+	}
 	if h.Offset != 0 {
-		notes = append(notes, fmt.Sprintf("offset %+d", h.Offset))
+		b = append(b, "offset "...)
+		if h.Offset > 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(h.Offset), 10)
+		notes++
 	}
 	switch h.Level {
 	case LevelExact:
 		if h.Offset == 0 {
-			notes = append(notes, "exact")
+			note("exact")
 		}
 	case LevelUnique:
-		notes = append(notes, "unique match, no line numbers")
+		note("unique match, no line numbers")
 	case LevelWhitespace:
-		notes = append(notes, "whitespace-insensitive")
+		note("whitespace-insensitive")
 	case LevelFuzz:
-		notes = append(notes, fmt.Sprintf("fuzz %d, whitespace-insensitive", h.Fuzz))
+		note("fuzz " + strconv.Itoa(h.Fuzz) + ", whitespace-insensitive")
 	}
-	return fmt.Sprintf("at line %d (%s)", h.Line, strings.Join(notes, ", "))
+	b = append(b, ')')
+	return string(b)
 }
 
 // Describe is a one-line report: "src/a.go: hunk 2 matches at line 120
@@ -194,98 +214,15 @@ func (p *Patch) Conflicts() (hunks []*Hunk, files []*File) {
 // binary, an unsafe path); conflicts of single hunks or files are in the
 // Patch instead.
 func Plan(root string, diff []byte, opts Options) (*Patch, error) {
-	ws, err := OpenWorkspace(root, opts.Protect...)
-	if err != nil {
-		return nil, fmt.Errorf("workspace root: %w", err)
-	}
-	defer ws.Close()
-	fds, sc, err := parse(diff)
+	var files []*File
+	p, err := PlanFiles(root, diff, opts, func(f *File) error {
+		files = append(files, f)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	fds, sections := mergeRepeated(fds)
-	if len(sections) > 0 {
-		n := 0
-		for _, secs := range sections {
-			n += len(secs) - 1
-		}
-		sc.repairs = append(sc.repairs, fmt.Sprintf("merged %d repeated file section(s) into one each; their hunks are matched against the same original", n))
-	}
-	if opts.Target != "" && len(fds) != 1 {
-		return nil, fmt.Errorf("a target path was given but the diff has %d files", len(fds))
-	}
-	p := &Patch{Root: ws.root, Repairs: sc.repairs, protect: opts.Protect}
-	paths := newPathCache()
-	if opts.Strip == 0 && opts.Target == "" {
-		repairs, err := foreignNames(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths})
-		if err != nil {
-			return nil, err
-		}
-		p.Repairs = append(p.Repairs, repairs...)
-		if k, example := detectStrip(ws, fds, source{ws: ws, readFile: opts.ReadFile, seen: paths}); k > 0 {
-			opts.Strip = k
-			p.Repairs = append(p.Repairs, fmt.Sprintf("names like %s only match files with %d leading components removed; applied as -p%d", example, k, k))
-		}
-	}
-	planned := make([]*File, len(fds))
-	errs := make([]error, len(fds))
-	plan := func(i int) {
-		if opts.Reverse {
-			fds[i].reverse()
-		}
-		planned[i], errs[i] = planFile(source{ws: ws, readFile: opts.ReadFile, seen: paths}, fds[i], opts)
-	}
-	if opts.ReadFile != nil || opts.Select != nil {
-		// Callbacks are documented to run on Plan's goroutine.
-		for i := range fds {
-			plan(i)
-		}
-	} else {
-		eachParallel(len(fds), len(diff), plan)
-	}
-	for i, fd := range fds {
-		if secs := sections[fd]; secs != nil && errs[i] == nil && planned[i] != nil {
-			if f := planSequential(ws, paths, planned[i], secs, opts); f != nil {
-				planned[i] = f
-				p.Repairs = append(p.Repairs, fmt.Sprintf("%s: instead, applied its %d sections one after another, as git apply does: some of their hunks only match the text the sections before them make; the hunks shown are their combined effect", f.Path, len(secs)))
-			}
-		}
-	}
-	seen := map[string]bool{}
-	nextHunk := 1
-	for i, fd := range fds {
-		f, err := planned[i], errs[i]
-		if err != nil {
-			return nil, err
-		}
-		if f == nil {
-			continue // not selected
-		}
-		for _, path := range []string{f.Path, f.OldPath} {
-			if path != "" && seen[path] {
-				return nil, &ParseError{Line: fd.line, Msg: fmt.Sprintf("%s appears twice in the diff; split it into two diffs", path)}
-			}
-		}
-		seen[f.Path] = true
-		if f.OldPath != "" {
-			seen[f.OldPath] = true
-		}
-		for _, j := range f.jobs {
-			if j.h.eolPair && j.done && j.place.reachesEOF {
-				what := "adds the final newline"
-				if !f.lines.noFinalNewline() {
-					what = "removes the final newline"
-				}
-				p.Repairs = append(p.Repairs, fmt.Sprintf("%s hunk %d: it removes its last line and adds it back unchanged at the end of the file, without a '\\ No newline at end of file' marker; read as the change it is: it %s", f.Path, j.pub.Index, what))
-			}
-		}
-		f.ID = len(p.Files) + 1
-		for _, h := range f.Hunks {
-			h.ID = nextHunk
-			nextHunk++
-		}
-		p.Files = append(p.Files, f)
-	}
+	p.Files = files
 	return p, nil
 }
 

@@ -166,51 +166,71 @@ func (p *Patch) Writes(ids []int) ([]Write, error) {
 	var out []Write
 	var bad []*Hunk
 	for _, f := range p.Files {
-		var chosen []int
-		for _, h := range f.Hunks {
-			if selected(ids, h.ID) {
-				chosen = append(chosen, h.ID)
-				if !h.OK() {
-					bad = append(bad, h)
-				}
-			}
+		ws, conflicts, err := f.writes(p.Root, ids)
+		if err != nil {
+			return nil, err
 		}
-		if len(chosen) == 0 && (len(f.Hunks) > 0 || ids != nil) {
-			continue
-		}
-		if f.Conflict != nil && len(f.Hunks) == 0 {
-			return nil, fmt.Errorf("%s: %s: %w", f.Path, f.Conflict, ErrConflict)
-		}
-		if f.Op == OpDelete {
-			if len(chosen) != len(f.Hunks) {
-				return nil, fmt.Errorf("%s: a deletion cannot be applied in part; choose all its hunks: %w", f.Path, ErrConflict)
-			}
-			out = append(out, Write{Path: f.Path, ExpectHash: f.BeforeHash})
-			continue
-		}
-		content := f.Render(chosen)
-		if f.Op == OpModify && f.Mode == 0 && string(content) == string(f.Before) {
-			continue
-		}
-		w := Write{Path: f.Path, Content: content, Mode: f.Mode, ExpectHash: f.BeforeHash}
-		switch f.Op {
-		case OpRename, OpCopy:
-			w.ExpectHash = HashAbsent
-			if f.Mode == 0 {
-				w.Mode = modeOf(p.Root, f.OldPath)
-			}
-			out = append(out, w)
-			if f.Op == OpRename {
-				out = append(out, Write{Path: f.OldPath, ExpectHash: f.BeforeHash})
-			}
-			continue
-		}
-		out = append(out, w)
+		out = append(out, ws...)
+		bad = append(bad, conflicts...)
 	}
 	if len(bad) > 0 {
 		return nil, &ConflictError{Hunks: bad}
 	}
 	return out, nil
+}
+
+// Writes is Patch.Writes for one file, for a plan streamed with
+// PlanFiles, which keeps no Patch of the files: the file's writes, its
+// chosen hunks that conflict (Patch.Writes reports those of every file
+// together, as a *ConflictError, after the files' other refusals), or
+// the refusal of the file (a conflict of the whole file, a deletion
+// chosen in part).
+func (f *File) Writes(ids []int) (writes []Write, conflicts []*Hunk, err error) {
+	return f.writes(f.root, ids)
+}
+
+func (f *File) writes(root string, ids []int) ([]Write, []*Hunk, error) {
+	var chosen []int
+	var bad []*Hunk
+	for _, h := range f.Hunks {
+		if selected(ids, h.ID) {
+			chosen = append(chosen, h.ID)
+			if !h.OK() {
+				bad = append(bad, h)
+			}
+		}
+	}
+	if len(chosen) == 0 && (len(f.Hunks) > 0 || ids != nil) {
+		return nil, bad, nil
+	}
+	if f.Conflict != nil && len(f.Hunks) == 0 {
+		return nil, bad, fmt.Errorf("%s: %s: %w", f.Path, f.Conflict, ErrConflict)
+	}
+	if f.Op == OpDelete {
+		if len(chosen) != len(f.Hunks) {
+			return nil, bad, fmt.Errorf("%s: a deletion cannot be applied in part; choose all its hunks: %w", f.Path, ErrConflict)
+		}
+		return []Write{{Path: f.Path, ExpectHash: f.BeforeHash}}, bad, nil
+	}
+	content := f.After // every hunk: what Plan rendered
+	if ids != nil {
+		content = f.Render(chosen)
+	}
+	if f.Op == OpModify && f.Mode == 0 && string(content) == string(f.Before) {
+		return nil, bad, nil
+	}
+	w := Write{Path: f.Path, Content: content, Mode: f.Mode, ExpectHash: f.BeforeHash}
+	switch f.Op {
+	case OpRename, OpCopy:
+		w.ExpectHash = HashAbsent
+		if f.Mode == 0 {
+			w.Mode = modeOf(root, f.OldPath)
+		}
+		if f.Op == OpRename {
+			return []Write{w, {Path: f.OldPath, ExpectHash: f.BeforeHash}}, bad, nil
+		}
+	}
+	return []Write{w}, bad, nil
 }
 
 func modeOf(root, rel string) fs.FileMode {

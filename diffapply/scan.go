@@ -24,6 +24,12 @@ type rawFile struct {
 	header []string // "diff --git", extended headers, "---", "+++"
 	hunks  []*rawHunk
 	line   int // 1-based line of the section's first line in the diff
+	// off is the byte offset of the section's first line in the text
+	// scanned. A streamed plan (stream.go) keeps the sections of a big
+	// diff as byte ranges (off, end) and hunk counts only, and scans each
+	// section again when it plans that file; then hunks is nil.
+	off, end int64
+	nhunks   int
 }
 
 // rawHunk is one hunk as scanned, with its body repaired and recounted.
@@ -140,7 +146,11 @@ func scanPieces(diff []byte, piece int) (*scanned, error) {
 	// Patch or an error is copied by go-diff (it parses from buffers we
 	// build) or by fmt. TestPatchDoesNotAliasDiff overwrites the diff
 	// after Plan to hold us to that.
-	text := unsafe.String(unsafe.SliceData(diff), len(diff))
+	return scanText(unsafe.String(unsafe.SliceData(diff), len(diff)), piece)
+}
+
+// scanText is scanPieces on a string.
+func scanText(text string, piece int) (*scanned, error) {
 	sc := &scanned{}
 	if hasLineWithPrefix(text, "*** Begin Patch") {
 		return nil, &ParseError{Line: 1, Msg: "this is an apply_patch envelope (*** Begin Patch), not a unified diff"}
@@ -179,10 +189,15 @@ func scanPieces(diff []byte, piece int) (*scanned, error) {
 		r.files, r.prose, r.err = scanLines(pieces[i], func(k int) int { return lineNo(base[i] + k) })
 	})
 	prose := 0
-	for _, r := range res {
+	at := int64(0) // where the piece starts in text
+	for i, r := range res {
 		if r.err != nil {
 			return nil, r.err // the first error in diff order
 		}
+		for _, f := range r.files {
+			f.off += at
+		}
+		at += int64(len(pieces[i]))
 		sc.files = append(sc.files, r.files...)
 		prose += r.prose
 	}
@@ -233,8 +248,14 @@ func scanLines(text string, lineNo func(int) int) ([]*rawFile, int, error) {
 	}
 	var files []*rawFile
 	var cur *rawFile
+	// The byte offset of line i, advanced as the sections are found (in
+	// order).
+	offLine, off := 0, 0
 	newFile := func(i int) *rawFile {
-		cur = &rawFile{line: lineNo(i)}
+		for ; offLine < i; offLine++ {
+			off += len(ls[offLine]) + 1
+		}
+		cur = &rawFile{line: lineNo(i), off: int64(off)}
 		files = append(files, cur)
 		return cur
 	}

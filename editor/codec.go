@@ -3,6 +3,7 @@ package editor
 import (
 	stdjson "encoding/json"
 	"strconv"
+	"sync"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,10 +22,15 @@ import (
 // disk never goes through this codec.
 type codec struct{}
 
-// codecOptions is built once (JoinOptions allocates) and never changed.
-var codecOptions = json.JoinOptions(jsontext.EscapeForHTML(false), jsontext.AllowInvalidUTF8(true))
+// codecOptions is built once (JoinOptions allocates) and never changed. It
+// is built on first use, not at program start: every smith command links
+// this package, and the short ones (smith version, apply, changes) never
+// encode for an editor (docs/benchmarks.md, "Start-up (target 4)").
+var codecOptions = sync.OnceValue(func() json.Options {
+	return json.JoinOptions(jsontext.EscapeForHTML(false), jsontext.AllowInvalidUTF8(true))
+})
 
-func (codec) options() json.Options { return codecOptions }
+func (codec) options() json.Options { return codecOptions() }
 
 // Marshal passes raw messages through unchanged, as the Codec contract asks.
 func (c codec) Marshal(v any) ([]byte, error) {

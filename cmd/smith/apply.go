@@ -117,10 +117,12 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	if err != nil {
 		return usageErrorf("--hunks: %v", err)
 	}
-	diff, name, err := readPatch(s, args)
+	pt, err := openPatch(s, args)
 	if err != nil {
 		return err
 	}
+	defer pt.close()
+	name := pt.name
 	writes := !o.check && !o.preview
 	if writes && jerr == nil {
 		// A run killed mid-commit left a journal: finish it first. What
@@ -149,7 +151,20 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		// never written, even when it lies inside the workspace.
 		opts.Protect = []string{filepath.Dir(filepath.Dir(journal))}
 	}
-	p, err := diffapply.Plan(root, diff, opts)
+	// The report and the engine need no file's contents once it is
+	// planned: the plan streams, file by file (--json and --preview print
+	// the contents).
+	var p *diffapply.Patch
+	var sa *streamedApply
+	if o.json || o.preview {
+		var diff []byte
+		if diff, err = pt.bytes(); err != nil {
+			return err
+		}
+		p, err = diffapply.Plan(root, diff, opts)
+	} else if sa, err = planStreamed(root, pt, opts, ids, writes); err == nil {
+		p = sa.patch
+	}
 	if err == nil && len(p.Files) == 0 {
 		err = errors.New("no file left to patch (check --include/--exclude)")
 	}
@@ -172,8 +187,13 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 			return usageErrorf("--hunks: %v", err)
 		}
 	}
-	_, planErr := p.Writes(ids)
-	res := &applyResult{Result: "checked", Root: p.Root, Repairs: p.Repairs, patch: p, ids: ids}
+	var planErr error
+	if sa != nil {
+		planErr = sa.writesErr
+	} else {
+		_, planErr = p.Writes(ids)
+	}
+	res := &applyResult{Result: "checked", Root: p.Root, Repairs: p.Repairs, patch: p, ids: ids, stream: sa}
 	switch {
 	case planErr != nil:
 		res.Result = "conflict"
@@ -181,9 +201,17 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		journalled, err := applyJournalled(ctx, s, root, p, ids)
+		diffOf := func(f *diffapply.File) string { return f.Diff(ids) }
+		if sa != nil {
+			diffOf = func(f *diffapply.File) string { return sa.diffs[f] }
+		}
+		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
 		if !journalled && err == nil {
-			err = p.Apply(ctx, ids, journalOrEmpty(journal, jerr))
+			if sa != nil {
+				err = sa.apply(ctx, root, pt, opts, ids, journalOrEmpty(journal, jerr))
+			} else {
+				err = p.Apply(ctx, ids, journalOrEmpty(journal, jerr))
+			}
 		}
 		if err != nil {
 			res.Result = "failed"
@@ -218,7 +246,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 // engine does not write (a copy, a mode change) or the engine cannot be
 // opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int) (bool, error) {
+//
+// diffOf gives a file's as-applied diff of the chosen hunks.
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) string) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
@@ -236,7 +266,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		if err != nil {
 			return false, nil
 		}
-		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: f.Diff(ids)}
+		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: diffOf(f)}
 		if ch.Diff == "" && f.Op == diffapply.OpModify {
 			continue // its hunks change nothing: nothing to write or undo
 		}
@@ -257,21 +287,37 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	if len(chs) == 0 {
 		return false, nil
 	}
-	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	b, err := openWorkspaceEngine(ctx, s, ws)
 	if err != nil {
-		fmt.Fprintf(s.Err, "smith undo will not cover this apply: %v\n", err)
-		return false, nil
-	}
-	b, err := openBackend(ctx, s, set)
-	if err != nil {
-		fmt.Fprintf(s.Err, "smith undo will not cover this apply (the workspace's state cannot be opened: %v); use smith apply -R to take it back\n", err)
+		fmt.Fprintf(s.Err, "smith undo will not cover this apply (%v); use smith apply -R to take it back\n", err)
 		return false, nil
 	}
 	defer b.Close()
-	if _, err := b.ApplyPatch(ctx, "", chs); err != nil {
-		return true, err
+	// The report is smith apply's own: an engine in this process need not
+	// present the changes it applied (plan them again) to return them.
+	if q, ok := b.(interface {
+		ApplyPatchIDs(context.Context, string, []protocol.Change) ([]string, error)
+	}); ok {
+		_, err = q.ApplyPatchIDs(ctx, "", chs)
+	} else {
+		_, err = b.ApplyPatch(ctx, "", chs)
 	}
-	return true, nil
+	return true, err
+}
+
+// openWorkspaceEngine opens the engine of workspace ws with its settings:
+// the one a smith serve holds, or one in this process. Opening it settles
+// what a killed write left in its journal.
+func openWorkspaceEngine(ctx context.Context, s *IOStreams, ws string) (backend, error) {
+	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's settings cannot be read: %w", err)
+	}
+	b, err := openBackend(ctx, s, set)
+	if err != nil {
+		return nil, fmt.Errorf("the workspace's state cannot be opened: %w", err)
+	}
+	return b, nil
 }
 
 // recoverEngine settles what a killed apply left in the journal of the
@@ -284,12 +330,7 @@ func recoverEngine(ctx context.Context, s *IOStreams, root string) {
 	if err != nil {
 		return
 	}
-	set, err := config.Load(config.Options{Workspace: ws, Getenv: s.Getenv})
-	if err != nil {
-		fmt.Fprintf(s.Err, "warning: the workspace's settings cannot be read, so its engine journal was not checked: %v\n", err)
-		return
-	}
-	b, err := openBackend(ctx, s, set)
+	b, err := openWorkspaceEngine(ctx, s, ws)
 	if err != nil {
 		fmt.Fprintf(s.Err, "warning: the workspace's engine journal was not checked: %v\n", err)
 		return

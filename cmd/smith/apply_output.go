@@ -22,6 +22,17 @@ type applyResult struct {
 	ids   []int
 	err   error
 	undo  bool // journalled by the engine: smith undo takes it back
+	// stream is the streamed plan behind patch, whose files have no
+	// contents; nil when patch is whole.
+	stream *streamedApply
+}
+
+// unchanged is Patch.Unchanged of the plan.
+func (res *applyResult) unchanged() bool {
+	if sa := res.stream; sa != nil {
+		return sa.writesErr == nil && sa.writes == 0
+	}
+	return res.patch.Unchanged(res.ids)
 }
 
 type applyFile struct {
@@ -94,7 +105,7 @@ func writeReport(s *IOStreams, res *applyResult) {
 	}
 	switch res.Result {
 	case "applied":
-		if p.Unchanged(res.ids) {
+		if res.unchanged() {
 			fmt.Fprintln(s.Err, "nothing to write: the chosen hunks change nothing (the files already hold their result)")
 			break
 		}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 )
 
@@ -19,7 +18,7 @@ func main() {
 // run executes the command line args with the given streams and returns the
 // process exit code (docs/cli.md lists them).
 func run(args []string, s *IOStreams) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := newSignalContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := newRootCmdFor(s, args)
 	cmd.SetArgs(args)

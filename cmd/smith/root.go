@@ -35,8 +35,8 @@ func subcommands() []subcommand {
 // newRootCmdFor returns the command tree that executing args needs: when
 // args start with the name of one of smith's commands, the root with only
 // that command, because building all of them (their flags and help texts)
-// is a fair part of a short command's run time (docs/benchmarks.md, "Where
-// smith's time goes"); otherwise (help, completion, a flag, a typo that
+// is a fair part of a short command's run time (docs/benchmarks.md,
+// "Start-up (target 4)"); otherwise (help, completion, a flag, a typo that
 // deserves a suggestion) the whole tree. What the command prints is the same
 // either way: a command's help and errors do not mention its siblings.
 func newRootCmdFor(s *IOStreams, args []string) *cobra.Command {
@@ -45,6 +45,11 @@ func newRootCmdFor(s *IOStreams, args []string) *cobra.Command {
 			if c.name == args[0] {
 				root := newBareRootCmd(s)
 				root.AddCommand(c.build(s))
+				// Nor is cobra's own completion command (five commands
+				// with their flags and help texts, built when Execute
+				// starts) reachable from here: it is args[0] only in
+				// the whole tree.
+				root.CompletionOptions.DisableDefaultCmd = true
 				return root
 			}
 		}
@@ -87,10 +92,12 @@ Start with 'smith demo': it runs the whole thing offline on an example project.`
   smith serve                      # JSON-RPC daemon for editors, on stdio`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// --version, like smith version (cobra adds the flag).
-		Version: smithVersion(),
 	}
-	root.SetVersionTemplate(versionLine() + "\n")
+	// --version, like smith version (cobra adds the flag). The build
+	// information is parsed once for both.
+	v := smithVersion()
+	root.Version = v
+	root.SetVersionTemplate(versionLineOf(v) + "\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)

@@ -36,6 +36,9 @@ func newVersionCmd(s *IOStreams) *cobra.Command {
 }
 
 // versionLine is what smith version and smith --version print.
-func versionLine() string {
-	return fmt.Sprintf("smith %s %s/%s %s", smithVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+func versionLine() string { return versionLineOf(smithVersion()) }
+
+// versionLineOf is versionLine for smith's version v.
+func versionLineOf(v string) string {
+	return "smith " + v + " " + runtime.GOOS + "/" + runtime.GOARCH + " " + runtime.Version()
 }

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/smith-dev/smith/diffapply"
+)
+
+// streamedApply is what smith apply keeps of a plan streamed with
+// diffapply.PlanFiles: a Patch whose files are descriptions without
+// contents (enough for the report), and for each file what applying needs
+// (its as-applied diff, for the engine), so that a 50 MB diff is never
+// held with every file before and after. --json and --preview print the
+// contents and plan as before.
+type streamedApply struct {
+	patch     *diffapply.Patch
+	writesErr error // what Patch.Writes(ids) would return
+	writes    int   // how many writes it would return
+	diffs     map[*diffapply.File]string
+}
+
+// planStreamed plans diff file by file. withDiffs keeps each file's
+// as-applied diff of the chosen hunks (for the engine).
+func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, withDiffs bool) (*streamedApply, error) {
+	sa := &streamedApply{diffs: map[*diffapply.File]string{}}
+	var files []*diffapply.File
+	var bad []*diffapply.Hunk
+	var firstErr error
+	yield := func(f *diffapply.File) error {
+		ws, conflicts, err := f.Writes(ids)
+		d := describe(f)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		sa.writes += len(ws)
+		for _, h := range conflicts {
+			bad = append(bad, d.Hunks[h.Index-1])
+		}
+		if withDiffs && selectsFile(f, ids) {
+			// A copy of exactly its size: the builder behind it doubled.
+			sa.diffs[d] = strings.Clone(f.Diff(ids))
+		}
+		files = append(files, d)
+		return nil
+	}
+	var p *diffapply.Patch
+	var err error
+	if pt.r != nil {
+		p, err = diffapply.PlanReader(root, pt.r, pt.size, opts, yield)
+	} else {
+		p, err = diffapply.PlanFiles(root, pt.data, opts, yield)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Files = files
+	sa.patch = p
+	switch {
+	case firstErr != nil:
+		sa.writesErr = firstErr
+	case len(bad) > 0:
+		sa.writesErr = &diffapply.ConflictError{Hunks: bad}
+	}
+	return sa, nil
+}
+
+// describe copies what the report says of f, without its contents: the
+// copy has no Before or After, and the bodies of hunks that matched are
+// dropped (a conflict shows its body).
+func describe(f *diffapply.File) *diffapply.File {
+	d := &diffapply.File{
+		ID: f.ID, Path: f.Path, OldPath: f.OldPath, Op: f.Op, Mode: f.Mode,
+		Conflict: f.Conflict, Existed: f.Existed, BeforeHash: f.BeforeHash,
+		Hunks: make([]*diffapply.Hunk, len(f.Hunks)),
+	}
+	for i, h := range f.Hunks {
+		c := *h
+		c.File = d
+		if h.OK() {
+			c.Header, c.Body = "", "" // the report shows them for conflicts only
+		}
+		d.Hunks[i] = &c
+	}
+	return d
+}
+
+// apply writes a streamed plan directly, without the engine: it plans the
+// diff again, whole, and refuses when a file changed since the first plan
+// (the report describes that one).
+func (sa *streamedApply) apply(ctx context.Context, root string, pt *patchText, opts diffapply.Options, ids []int, journal string) error {
+	diff, err := pt.bytes()
+	if err != nil {
+		return err
+	}
+	p, err := diffapply.Plan(root, diff, opts)
+	if err != nil {
+		return err
+	}
+	if len(p.Files) != len(sa.patch.Files) {
+		return errors.New("the files changed while smith was planning; run it again")
+	}
+	for i, f := range p.Files {
+		if f.BeforeHash != sa.patch.Files[i].BeforeHash || f.Path != sa.patch.Files[i].Path {
+			return &diffapply.StaleError{Path: f.Path, Want: sa.patch.Files[i].BeforeHash, Got: f.BeforeHash}
+		}
+	}
+	return p.Apply(ctx, ids, journal)
+}
+
+// patchText is the diff smith apply was given: a regular file, which a
+// streamed plan reads a piece at a time, standard input, held in chunks
+// of its own (io.ReadAll's doubling buffer peaked at several times the
+// diff), or anything else (a pipe named as the patch) read whole, as
+// readPatch reads it.
+type patchText struct {
+	name string
+	data []byte
+	r    io.ReaderAt // a regular file or standard input, of size bytes
+	file *os.File
+	size int64
+}
+
+func openPatch(s *IOStreams, args []string) (*patchText, error) {
+	switch {
+	case len(args) > 0 && args[0] != "-":
+		f, err := os.Open(args[0])
+		if err != nil {
+			return nil, usageErrorf("cannot read the patch: %v", err)
+		}
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return &patchText{name: args[0], r: f, file: f, size: fi.Size()}, nil
+		}
+		f.Close()
+	case len(args) > 0 || !s.InTTY:
+		c, err := readChunks(s.In, spillAt)
+		if err != nil {
+			return nil, usageErrorf("reading standard input: %v", err)
+		}
+		pt := &patchText{name: "<stdin>", r: c, size: c.size}
+		if c.file != nil {
+			pt.r, pt.file = c.file, c.file
+		}
+		return pt, nil
+	}
+	b, name, err := readPatch(s, args)
+	if err != nil {
+		return nil, err
+	}
+	return &patchText{name: name, data: b}, nil
+}
+
+// bytes returns the whole diff.
+func (pt *patchText) bytes() ([]byte, error) {
+	if pt.r == nil {
+		return pt.data, nil
+	}
+	b := make([]byte, pt.size)
+	if _, err := pt.r.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, usageErrorf("cannot read the patch: %v", err)
+	}
+	return b, nil
+}
+
+func (pt *patchText) close() {
+	if pt.file != nil {
+		pt.file.Close()
+	}
+}
+
+// chunks is a text read into buffers of chunkSize bytes, which are never
+// copied to grow: a diff held in memory costs its size. A text longer than
+// the spill size goes to an unlinked temporary file instead (file), which
+// the plan then reads a piece at a time like a patch file.
+type chunks struct {
+	bs   [][]byte
+	size int64
+	file *os.File
+}
+
+const chunkSize = 1 << 20
+
+// spillAt is the size from which standard input goes to a temporary file:
+// from there on a plan reads the diff in pieces (diffapply's streamMin).
+const spillAt = 16 << 20
+
+func readChunks(r io.Reader, spill int64) (*chunks, error) {
+	c := &chunks{}
+	for {
+		if c.size >= spill && c.file == nil {
+			if f, err := os.CreateTemp("", "smith-apply-*.diff"); err == nil {
+				os.Remove(f.Name()) // nothing to clean up, whatever happens
+				c.file = f
+				for _, b := range c.bs {
+					if _, err := f.Write(b); err != nil {
+						f.Close()
+						return nil, err
+					}
+				}
+				c.bs = nil
+			}
+		}
+		if c.file != nil {
+			n, err := io.Copy(c.file, r)
+			c.size += n
+			if err != nil {
+				c.file.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+		b := make([]byte, chunkSize)
+		n, err := io.ReadFull(r, b)
+		if n > 0 {
+			c.bs = append(c.bs, b[:n])
+			c.size += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return c, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *chunks) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		if at >= c.size {
+			return n, io.EOF
+		}
+		n += copy(p[n:], c.bs[at/chunkSize][at%chunkSize:])
+	}
+	return n, nil
+}

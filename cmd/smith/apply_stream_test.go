@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestApplyStreamsBigDiff applies a diff big enough to be planned file by
+// file (more than 256 KiB, 30 files) from a file, which the plan reads a
+// piece at a time, and from standard input, which it holds whole: the
+// reports are the same, they name every hunk, a conflict in the last file
+// refuses the whole diff before anything is written, and without it every
+// file gets its result.
+func TestApplyStreamsBigDiff(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	var diff strings.Builder
+	want := map[string]string{}
+	const files, lines = 30, 600
+	for i := range files {
+		name := fmt.Sprintf("p%d/f%d.txt", i%4, i)
+		var before, after strings.Builder
+		for k := range lines {
+			fmt.Fprintf(&before, "line %d of file %d, unchanged by most hunks\n", k, i)
+			if k%20 == 10 {
+				fmt.Fprintf(&after, "LINE %d of file %d, changed\n", k, i)
+			} else {
+				fmt.Fprintf(&after, "line %d of file %d, unchanged by most hunks\n", k, i)
+			}
+		}
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(before.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = after.String()
+		fmt.Fprintf(&diff, "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n", name, name, name, name)
+		for k := 10; k < lines; k += 20 {
+			fmt.Fprintf(&diff, "@@ -%d,7 +%d,7 @@\n", k-2, k-2)
+			for c := k - 3; c <= k+3; c++ {
+				if c == k {
+					fmt.Fprintf(&diff, "-line %d of file %d, unchanged by most hunks\n+LINE %d of file %d, changed\n", c, i, c, i)
+				} else {
+					fmt.Fprintf(&diff, " line %d of file %d, unchanged by most hunks\n", c, i)
+				}
+			}
+		}
+	}
+	good := diff.String()
+	if len(good) < 256<<10 {
+		t.Fatalf("the diff is %d bytes: too small to be streamed", len(good))
+	}
+	// The last hunk of the last file removes a line the file does not have.
+	bad := strings.Replace(good, fmt.Sprintf("-line 590 of file %d,", files-1), fmt.Sprintf("-line 590 of file %d, edited,", files-1), 1)
+	run1 := func(stdin string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		s := &IOStreams{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string {
+			if k == "XDG_STATE_HOME" {
+				return filepath.Join(dir, "state")
+			}
+			return ""
+		}}
+		code := run(append([]string{"apply", "-C", ws}, args...), s)
+		return out.String(), errb.String(), code
+	}
+	for _, tc := range []struct {
+		name, diff string
+		code       int
+	}{{"conflict", bad, ExitFailure}, {"clean", good, 0}} {
+		patch := filepath.Join(dir, tc.name+".patch")
+		if err := os.WriteFile(patch, []byte(tc.diff), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fout, ferr, fcode := run1("", "--check", patch)
+		sout, serr, scode := run1(tc.diff, "--check", "-")
+		if fcode != tc.code || scode != tc.code {
+			t.Fatalf("%s: --check exit %d from a file, %d from stdin, want %d\n%s", tc.name, fcode, scode, tc.code, ferr)
+		}
+		if d := cmp.Diff(sout+serr, fout+ferr); d != "" {
+			t.Errorf("%s: the report from a file differs from stdin's (-stdin +file):\n%s", tc.name, d)
+		}
+		if n := strings.Count(fout, " applies at line "); tc.code == 0 && n != files*lines/20 {
+			t.Errorf("%s: %d hunks reported as applying, want %d", tc.name, n, files*lines/20)
+		}
+		if tc.code != 0 && !strings.Contains(ferr, fmt.Sprintf("p1/f%d.txt: hunk 30 refused", files-1)) {
+			t.Errorf("%s: the conflict is not reported:\n%s", tc.name, ferr)
+		}
+		out, errs, code := run1("", patch)
+		if code != tc.code {
+			t.Fatalf("%s: apply exit %d, want %d\n%s", tc.name, code, tc.code, errs)
+		}
+		wantOut := fout
+		if tc.code == 0 {
+			wantOut = strings.ReplaceAll(fout, " applies at ", " applied at ")
+		}
+		if d := cmp.Diff(wantOut, out); d != "" {
+			t.Errorf("%s: the apply's report differs from --check's (-check +apply):\n%s", tc.name, d)
+		}
+		for name, after := range want {
+			b, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(b) == after; got != (tc.code == 0) {
+				t.Errorf("%s: %s holds its result: %v", tc.name, name, got)
+			}
+		}
+	}
+}
+
+// TestChunksReadAt reads standard input's chunks back at offsets that
+// straddle chunk boundaries, up to and past the end.
+func TestChunksReadAt(t *testing.T) {
+	data := make([]byte, 2*chunkSize+12345)
+	for i := range data {
+		data[i] = byte(i * 7 / 3)
+	}
+	c, err := readChunks(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)+1))
+	if err != nil || c.size != int64(len(data)) || c.file != nil {
+		t.Fatalf("readChunks: %d bytes, %v, file %v", c.size, err, c.file)
+	}
+	// Past the spill size the text goes to a file, and reads back the same.
+	spilled, err := readChunks(iotest.HalfReader(bytes.NewReader(data)), chunkSize)
+	if err != nil || spilled.size != int64(len(data)) || spilled.file == nil {
+		t.Fatalf("readChunks with a spill: %d bytes, %v, file %v", spilled.size, err, spilled.file)
+	}
+	defer spilled.file.Close()
+	if b, err := io.ReadAll(io.NewSectionReader(spilled.file, 0, spilled.size)); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the spilled text reads back %d bytes, %v", len(b), err)
+	}
+	for _, r := range [][2]int{{0, 10}, {chunkSize - 3, 10}, {chunkSize - 1, chunkSize + 2}, {0, len(data)}, {len(data) - 5, 5}} {
+		p := make([]byte, r[1])
+		if n, err := c.ReadAt(p, int64(r[0])); n != r[1] || err != nil || !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+			t.Errorf("ReadAt(%d, %d): %d, %v", r[0], r[1], n, err)
+		}
+	}
+	p := make([]byte, 10)
+	if n, err := c.ReadAt(p, int64(len(data)-4)); n != 4 || err != io.EOF {
+		t.Errorf("ReadAt past the end: %d, %v; want 4, EOF", n, err)
+	}
+}

@@ -1,0 +1,265 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/smith-dev/smith/protocol"
+)
+
+// bigFile is a text of n numbered lines.
+func bigFile(name string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s line %d: some text to make the diff long\n", name, i)
+	}
+	return b.String()
+}
+
+// editEvery changes every step-th line of text, marking it with tag.
+func editEvery(text, tag string, step int) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i := 0; i < len(lines); i += step {
+		if lines[i] != "" {
+			lines[i] = tag + " " + lines[i]
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// blobFiles lists the files under the state folder's blobs/, relative.
+func blobFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	root := filepath.Join(dir, "blobs")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestApplyPatchKeepsDiffsOutOfTheStateFile: the diffs of a patch applied
+// through the engine go to the blob store once, with the bytes before,
+// in one pack per apply; state.json keeps references and does not grow
+// with the diffs of later applies. After a restart the changes read the
+// same and undo restores every byte.
+func TestApplyPatchKeepsDiffsOutOfTheStateFile(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "sub/b.txt", "sub/c.txt"}
+	orig := map[string]string{}
+	for _, n := range names {
+		orig[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	stateFile := filepath.Join(f.e.StateDir(), "state.json")
+
+	apply := func(tag string) (map[string]string, int) {
+		t.Helper()
+		var chs []protocol.Change
+		next, size := map[string]string{}, 0
+		for _, n := range names {
+			before := f.read(n)
+			next[n] = editEvery(before, tag, 5)
+			d := unifiedDiff(n, []byte(before), []byte(next[n]))
+			size += len(d)
+			chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: d})
+		}
+		ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(names) {
+			t.Fatalf("ApplyPatchIDs returned %v, want %d ids", ids, len(names))
+		}
+		for _, n := range names {
+			if got := f.read(n); got != next[n] {
+				t.Fatalf("%s after the apply is not the patched text", n)
+			}
+		}
+		return next, size
+	}
+
+	_, diffs := apply("one")
+	st1, err := os.ReadFile(stateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(st1), "one a.txt line") {
+		t.Errorf("state.json holds the text of a diff")
+	}
+	if len(st1) > diffs/10 {
+		t.Errorf("state.json is %d bytes for %d bytes of diffs: it keeps them", len(st1), diffs)
+	}
+	if got := blobFiles(t, f.e.StateDir()); len(got) != 1 || !strings.HasPrefix(got[0], "pack-") {
+		t.Errorf("blobs after one apply of %d files: %v, want one pack", len(names), got)
+	}
+
+	views := f.e.list(ChangeFilter{})
+	for _, v := range views {
+		if v.Status != StatusApplied || len(v.Hunks) == 0 || v.Diff == "" {
+			t.Fatalf("change %s after the apply: status %s, %d hunks, diff %d bytes", v.ID, v.Status, len(v.Hunks), len(v.Diff))
+		}
+	}
+
+	apply("two")
+	st2, err := os.ReadFile(stateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grown := len(st2) - len(st1); grown > 4<<10 {
+		t.Errorf("a second apply grew state.json by %d bytes (%d bytes of diffs)", grown, diffs)
+	}
+
+	// A restart reads the same changes back (the diffs from the blobs).
+	views = f.e.list(ChangeFilter{})
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if diff := cmp.Diff(views, f.e.list(ChangeFilter{})); diff != "" {
+		t.Errorf("the changes after a restart (-before +after):\n%s", diff)
+	}
+
+	for range 2 {
+		if _, err := f.e.Undo(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("%s after two undos is not the original text", n)
+		}
+	}
+}
+
+// TestStateVersion1IsRead: a state file of the layout before blobs of
+// diffs (version 1, every diff inline) still loads, and its changes plan.
+func TestStateVersion1IsRead(t *testing.T) {
+	t.Parallel()
+	s := store{dir: t.TempDir()}
+	diff := unifiedDiff("a.go", []byte(bigFile("a", 300)), []byte(editEvery(bigFile("a", 300), "x", 3)))
+	old := fmt.Sprintf(`{"version":1,"workspace":"/ws","nextChange":2,"nextUndo":1,"changes":[{"id":"c1","path":"a.go","kind":"modify","status":"pending","hunks":[],"src":{"path":"a.go"},"abs":"/ws/a.go","content":null,"diff":%q,"baseHash":"x"}],"undo":[],"nextTurn":1,"dialogs":[]}`, diff)
+	if err := os.MkdirAll(filepath.Join(s.dir, "blobs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.statePath(), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.load(workspace{root: "/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := newStateFile(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := newChangeStore(p.changesState, file)
+	_, snap, err := cs.recordSnapshot("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Diff != diff {
+		t.Fatalf("the inline diff read back is %d bytes, want %d", len(snap.Diff), len(diff))
+	}
+	// The next save moves it to the blob store; it reads back the same.
+	cs.mu.Lock()
+	err = cs.saveLocked()
+	cs.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(s.statePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "x a line") || !strings.Contains(string(b), `"version":2`) {
+		t.Errorf("state.json after a save:\n%.300s", b)
+	}
+	if _, snap, _ = cs.recordSnapshot("c1"); snap.Diff != diff || snap.diffErr != nil {
+		t.Errorf("the diff read back from its blob is %d bytes (err %v), want %d", len(snap.Diff), snap.diffErr, len(diff))
+	}
+}
+
+// TestDamagedDiffBlobIsNamed: a diff whose blob is damaged is not planned
+// as "no diff": planning says the diff cannot be read.
+func TestDamagedDiffBlobIsNamed(t *testing.T) {
+	t.Parallel()
+	s, cs, _ := newTestStores(t)
+	diff := unifiedDiff("a.go", []byte(bigFile("a", 300)), []byte(editEvery(bigFile("a", 300), "x", 3)))
+	if err := cs.add(&changeRecord{Change: Change{ID: cs.nextID(), Path: "a.go", Status: StatusPending}, Abs: "/ws/a.go", Diff: diff}, true); err != nil {
+		t.Fatal(err)
+	}
+	packs, err := os.ReadDir(s.packDir())
+	if err != nil || len(packs) != 1 || !strings.HasPrefix(packs[0].Name(), "pack-") {
+		t.Fatalf("packs: %v %v", packs, err)
+	}
+	p := filepath.Join(s.packDir(), packs[0].Name())
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, snap, err := cs.recordSnapshot("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{}
+	_, err = e.planChange(&snap, nil, false)
+	if err == nil || !strings.Contains(err.Error(), "diff cannot be read") || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("planning a change whose diff blob is damaged: %v", err)
+	}
+}
+
+// TestSaveMovesTheWatcherOnlyWhenOpenFilesChange: saves that leave the
+// files with open changes as they were do not make the watcher recompute
+// its folders.
+func TestSaveMovesTheWatcherOnlyWhenOpenFilesChange(t *testing.T) {
+	t.Parallel()
+	_, cs, _ := newTestStores(t)
+	moved := 0
+	cs.setMoved(func() { moved++ })
+	c := &changeRecord{Change: Change{ID: cs.nextID(), DialogID: "d1", Path: "a.go", Status: StatusPending}, Abs: "/ws/a.go"}
+	if err := cs.add(c, true); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 1 {
+		t.Fatalf("recording an open change told the watcher %d times, want 1", moved)
+	}
+	if err := cs.renameDialog("d1", "d2"); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 1 {
+		t.Fatalf("a save that kept the open files told the watcher again (%d)", moved)
+	}
+	cs.mu.Lock()
+	c.Status = StatusApplied
+	err := cs.saveLocked()
+	cs.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved != 2 {
+		t.Fatalf("closing the only open change told the watcher %d times in all, want 2", moved)
+	}
+}
