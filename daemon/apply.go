@@ -204,6 +204,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	var fp *filePlan
 	if same {
 		fp = k.fp
+		// Used once: the record lets go of it (a plan holds the file
+		// before and after, with their line tables).
+		e.cs.mu.Lock()
+		c.planned = nil
+		e.cs.mu.Unlock()
 	} else if fp, err = e.planChange(&snap, tg.text, tg.exists); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
 	}
