@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -47,21 +48,31 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	return sdk.LoadSessionResponse{Modes: a.modes(s)}, nil
 }
 
-// history reads a dialog's whole history, oldest first.
+// history reads a dialog's whole history, oldest first. The pages come
+// newest first; they are joined once at the end, so that reading a long
+// dialog costs time and memory in proportion to its length (putting each
+// page in front of the ones read so far copied the history once per page).
 func history(ctx context.Context, eng *daemon.Engine, id string) ([]protocol.HistoryEvent, error) {
-	var all []protocol.HistoryEvent
+	var pages [][]protocol.HistoryEvent
+	n := 0
 	before := -1
 	for {
 		pg, err := eng.History(ctx, id, historyPage, before)
 		if err != nil {
 			return nil, err
 		}
-		all = append(pg.Events, all...)
+		pages = append(pages, pg.Events)
+		n += len(pg.Events)
 		if !pg.HasMore || len(pg.Events) == 0 || pg.FirstIdx <= 0 || pg.FirstIdx == before {
-			return all, nil
+			break
 		}
 		before = pg.FirstIdx
 	}
+	all := make([]protocol.HistoryEvent, 0, n)
+	for _, events := range slices.Backward(pages) {
+		all = append(all, events...)
+	}
+	return all, nil
 }
 
 // replay sends the history as session updates, then the dialog's changes.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -141,23 +142,41 @@ func (h *Hunk) OK() bool { return h.Conflict == nil && h.File.Conflict == nil }
 
 // Where describes the match: "at line 120 (offset +18, whitespace-insensitive)".
 func (h *Hunk) Where() string {
-	var notes []string
+	// Appended, not formatted: smith apply prints it for every hunk.
+	b := make([]byte, 0, 64)
+	b = append(b, "at line "...)
+	b = strconv.AppendInt(b, int64(h.Line), 10)
+	b = append(b, " ("...)
+	notes := 0
+	note := func(s string) {
+		if notes > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, s...)
+		notes++
+	}
 	if h.Offset != 0 {
-		notes = append(notes, fmt.Sprintf("offset %+d", h.Offset))
+		b = append(b, "offset "...)
+		if h.Offset > 0 {
+			b = append(b, '+')
+		}
+		b = strconv.AppendInt(b, int64(h.Offset), 10)
+		notes++
 	}
 	switch h.Level {
 	case LevelExact:
 		if h.Offset == 0 {
-			notes = append(notes, "exact")
+			note("exact")
 		}
 	case LevelUnique:
-		notes = append(notes, "unique match, no line numbers")
+		note("unique match, no line numbers")
 	case LevelWhitespace:
-		notes = append(notes, "whitespace-insensitive")
+		note("whitespace-insensitive")
 	case LevelFuzz:
-		notes = append(notes, fmt.Sprintf("fuzz %d, whitespace-insensitive", h.Fuzz))
+		note("fuzz " + strconv.Itoa(h.Fuzz) + ", whitespace-insensitive")
 	}
-	return fmt.Sprintf("at line %d (%s)", h.Line, strings.Join(notes, ", "))
+	b = append(b, ')')
+	return string(b)
 }
 
 // Describe is a one-line report: "src/a.go: hunk 2 matches at line 120

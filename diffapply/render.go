@@ -212,7 +212,10 @@ func (f *File) writes(root string, ids []int) ([]Write, []*Hunk, error) {
 		}
 		return []Write{{Path: f.Path, ExpectHash: f.BeforeHash}}, bad, nil
 	}
-	content := f.Render(chosen)
+	content := f.After // every hunk: what Plan rendered
+	if ids != nil {
+		content = f.Render(chosen)
+	}
 	if f.Op == OpModify && f.Mode == 0 && string(content) == string(f.Before) {
 		return nil, bad, nil
 	}

@@ -318,9 +318,10 @@ func TestPlanFilesOneAtATime(t *testing.T) {
 	}
 }
 
-// TestPlanReaderReadsInPieces plans a diff larger than streamMin through
-// a reader that counts what it is asked for: the biggest read is a piece
-// or one file's section, never the whole diff, and the plan equals Plan's.
+// TestPlanReaderReadsInPieces plans a diff through a reader that counts
+// what it is asked for, streamed as a diff of streamMin bytes would be:
+// the biggest read is a piece or one file's section, never the whole
+// diff, and the plan equals Plan's.
 func TestPlanReaderReadsInPieces(t *testing.T) {
 	root := t.TempDir()
 	var diff strings.Builder
@@ -341,15 +342,12 @@ func TestPlanReaderReadsInPieces(t *testing.T) {
 	}
 	writeFiles(t, root, files)
 	d := []byte(diff.String())
-	if len(d) < streamMin {
-		t.Fatalf("the diff is %d bytes, below streamMin %d", len(d), streamMin)
-	}
 	r := &countingReader{r: bytes.NewReader(d)}
 	var streamed []*File
-	p, err := PlanReader(root, r, int64(len(d)), Options{}, func(f *File) error {
+	p, err := planStream(root, diffSource{r: r, size: int64(len(d))}, Options{}, func(f *File) error {
 		streamed = append(streamed, f)
 		return nil
-	})
+	}, len(d), scanPiece)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,4 +374,33 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // unifiedGit is a diff of one file with git's "diff --git" line.
 func unifiedGit(name, before, after string) string {
 	return "diff --git a/" + name + " b/" + name + "\n" + udiff.Unified("a/"+name, "b/"+name, before, after)
+}
+
+// TestWhere holds Where (built by appending) to the text it had when it
+// was formatted with fmt, for every level and offset sign.
+func TestWhere(t *testing.T) {
+	for _, lv := range []Level{"", LevelExact, LevelOffset, LevelUnique, LevelWhitespace, LevelFuzz} {
+		for _, off := range []int{-12, 0, 7} {
+			h := &Hunk{Level: lv, Line: 120, Offset: off, Fuzz: 2}
+			var notes []string
+			if off != 0 {
+				notes = append(notes, fmt.Sprintf("offset %+d", off))
+			}
+			switch lv {
+			case LevelExact:
+				if off == 0 {
+					notes = append(notes, "exact")
+				}
+			case LevelUnique:
+				notes = append(notes, "unique match, no line numbers")
+			case LevelWhitespace:
+				notes = append(notes, "whitespace-insensitive")
+			case LevelFuzz:
+				notes = append(notes, fmt.Sprintf("fuzz %d, whitespace-insensitive", h.Fuzz))
+			}
+			if want := fmt.Sprintf("at line %d (%s)", h.Line, strings.Join(notes, ", ")); h.Where() != want {
+				t.Errorf("level %q offset %d: %q, want %q", lv, off, h.Where(), want)
+			}
+		}
+	}
 }

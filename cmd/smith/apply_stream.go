@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
 )
@@ -40,15 +41,16 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		if withDiffs && selectsFile(f, ids) {
-			sa.diffs[d] = f.Diff(ids)
+			// A copy of exactly its size: the builder behind it doubled.
+			sa.diffs[d] = strings.Clone(f.Diff(ids))
 		}
 		files = append(files, d)
 		return nil
 	}
 	var p *diffapply.Patch
 	var err error
-	if pt.file != nil {
-		p, err = diffapply.PlanReader(root, pt.file, pt.size, opts, yield)
+	if pt.r != nil {
+		p, err = diffapply.PlanReader(root, pt.r, pt.size, opts, yield)
 	} else {
 		p, err = diffapply.PlanFiles(root, pt.data, opts, yield)
 	}
@@ -110,25 +112,39 @@ func (sa *streamedApply) apply(ctx context.Context, root string, pt *patchText, 
 }
 
 // patchText is the diff smith apply was given: a regular file, which a
-// streamed plan reads a piece at a time, or anything else (standard
-// input, a pipe) read whole, as readPatch reads it.
+// streamed plan reads a piece at a time, standard input, held in chunks
+// of its own (io.ReadAll's doubling buffer peaked at several times the
+// diff), or anything else (a pipe named as the patch) read whole, as
+// readPatch reads it.
 type patchText struct {
 	name string
 	data []byte
-	file *os.File // a regular file of size bytes
+	r    io.ReaderAt // a regular file or standard input, of size bytes
+	file *os.File
 	size int64
 }
 
 func openPatch(s *IOStreams, args []string) (*patchText, error) {
-	if len(args) > 0 && args[0] != "-" {
+	switch {
+	case len(args) > 0 && args[0] != "-":
 		f, err := os.Open(args[0])
 		if err != nil {
 			return nil, usageErrorf("cannot read the patch: %v", err)
 		}
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return &patchText{name: args[0], file: f, size: fi.Size()}, nil
+			return &patchText{name: args[0], r: f, file: f, size: fi.Size()}, nil
 		}
 		f.Close()
+	case len(args) > 0 || !s.InTTY:
+		c, err := readChunks(s.In, spillAt)
+		if err != nil {
+			return nil, usageErrorf("reading standard input: %v", err)
+		}
+		pt := &patchText{name: "<stdin>", r: c, size: c.size}
+		if c.file != nil {
+			pt.r, pt.file = c.file, c.file
+		}
+		return pt, nil
 	}
 	b, name, err := readPatch(s, args)
 	if err != nil {
@@ -139,11 +155,11 @@ func openPatch(s *IOStreams, args []string) (*patchText, error) {
 
 // bytes returns the whole diff.
 func (pt *patchText) bytes() ([]byte, error) {
-	if pt.file == nil {
+	if pt.r == nil {
 		return pt.data, nil
 	}
-	b, err := io.ReadAll(io.NewSectionReader(pt.file, 0, pt.size))
-	if err != nil {
+	b := make([]byte, pt.size)
+	if _, err := pt.r.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, usageErrorf("cannot read the patch: %v", err)
 	}
 	return b, nil
@@ -153,4 +169,72 @@ func (pt *patchText) close() {
 	if pt.file != nil {
 		pt.file.Close()
 	}
+}
+
+// chunks is a text read into buffers of chunkSize bytes, which are never
+// copied to grow: a diff held in memory costs its size. A text longer than
+// the spill size goes to an unlinked temporary file instead (file), which
+// the plan then reads a piece at a time like a patch file.
+type chunks struct {
+	bs   [][]byte
+	size int64
+	file *os.File
+}
+
+const chunkSize = 1 << 20
+
+// spillAt is the size from which standard input goes to a temporary file:
+// from there on a plan reads the diff in pieces (diffapply's streamMin).
+const spillAt = 16 << 20
+
+func readChunks(r io.Reader, spill int64) (*chunks, error) {
+	c := &chunks{}
+	for {
+		if c.size >= spill && c.file == nil {
+			if f, err := os.CreateTemp("", "smith-apply-*.diff"); err == nil {
+				os.Remove(f.Name()) // nothing to clean up, whatever happens
+				c.file = f
+				for _, b := range c.bs {
+					if _, err := f.Write(b); err != nil {
+						f.Close()
+						return nil, err
+					}
+				}
+				c.bs = nil
+			}
+		}
+		if c.file != nil {
+			n, err := io.Copy(c.file, r)
+			c.size += n
+			if err != nil {
+				c.file.Close()
+				return nil, err
+			}
+			return c, nil
+		}
+		b := make([]byte, chunkSize)
+		n, err := io.ReadFull(r, b)
+		if n > 0 {
+			c.bs = append(c.bs, b[:n])
+			c.size += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return c, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *chunks) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		if at >= c.size {
+			return n, io.EOF
+		}
+		n += copy(p[n:], c.bs[at/chunkSize][at%chunkSize:])
+	}
+	return n, nil
 }

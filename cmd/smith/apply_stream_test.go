@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -113,5 +115,37 @@ func TestApplyStreamsBigDiff(t *testing.T) {
 				t.Errorf("%s: %s holds its result: %v", tc.name, name, got)
 			}
 		}
+	}
+}
+
+// TestChunksReadAt reads standard input's chunks back at offsets that
+// straddle chunk boundaries, up to and past the end.
+func TestChunksReadAt(t *testing.T) {
+	data := make([]byte, 2*chunkSize+12345)
+	for i := range data {
+		data[i] = byte(i * 7 / 3)
+	}
+	c, err := readChunks(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)+1))
+	if err != nil || c.size != int64(len(data)) || c.file != nil {
+		t.Fatalf("readChunks: %d bytes, %v, file %v", c.size, err, c.file)
+	}
+	// Past the spill size the text goes to a file, and reads back the same.
+	spilled, err := readChunks(iotest.HalfReader(bytes.NewReader(data)), chunkSize)
+	if err != nil || spilled.size != int64(len(data)) || spilled.file == nil {
+		t.Fatalf("readChunks with a spill: %d bytes, %v, file %v", spilled.size, err, spilled.file)
+	}
+	defer spilled.file.Close()
+	if b, err := io.ReadAll(io.NewSectionReader(spilled.file, 0, spilled.size)); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the spilled text reads back %d bytes, %v", len(b), err)
+	}
+	for _, r := range [][2]int{{0, 10}, {chunkSize - 3, 10}, {chunkSize - 1, chunkSize + 2}, {0, len(data)}, {len(data) - 5, 5}} {
+		p := make([]byte, r[1])
+		if n, err := c.ReadAt(p, int64(r[0])); n != r[1] || err != nil || !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+			t.Errorf("ReadAt(%d, %d): %d, %v", r[0], r[1], n, err)
+		}
+	}
+	p := make([]byte, 10)
+	if n, err := c.ReadAt(p, int64(len(data)-4)); n != 4 || err != io.EOF {
+		t.Errorf("ReadAt past the end: %d, %v; want 4, EOF", n, err)
 	}
 }
