@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -20,10 +21,69 @@ import (
 // Every other event is rare and goes through encoding/json.
 // TestAppendEventJSON and FuzzAppendEventJSON hold this to encoding/json.
 func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
-	if e.ToolCall != nil || e.ToolResult != nil || e.Change != nil || e.Citation != nil ||
-		e.Notice != nil || e.Error != nil || e.TurnEnd != nil || e.Violation != nil || len(e.Raw) > 0 {
+	if !fastEvent(e) {
 		return dst, false
 	}
+	return appendEventTail(appendEventHead(dst, e), e), true
+}
+
+// EventEncoder is AppendEventJSON for a run of events, such as a turn's:
+// it keeps the encoding of the members that repeat from one event to the
+// next (type, dialogId, turnId) and encodes them again only when they
+// change. The zero value is ready to use.
+type EventEncoder struct {
+	typ          Kind
+	dialog, turn string
+	head         []byte // `{"type":...,"seq":` for typ, dialog and turn
+	// seq and its decimal digits: the next event's seq is nearly always
+	// one more, counted up in the digits rather than formatted anew.
+	seq       int64
+	seqDigits []byte
+}
+
+// Append is AppendEventJSON(dst, e): the same bytes, the same verdict.
+func (c *EventEncoder) Append(dst []byte, e *Event) ([]byte, bool) {
+	if !fastEvent(e) {
+		return dst, false
+	}
+	if c.head == nil || e.Type != c.typ || e.DialogID != c.dialog || e.TurnID != c.turn {
+		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
+		c.head = appendEventHead(c.head[:0], e)
+	}
+	dst = append(dst, c.head...)
+	switch {
+	case c.seqDigits != nil && e.Seq == c.seq:
+	case c.seqDigits != nil && e.Seq > 0 && c.seq == e.Seq-1:
+		c.seq, c.seqDigits = e.Seq, incDecimal(c.seqDigits)
+	default:
+		c.seq, c.seqDigits = e.Seq, strconv.AppendInt(c.seqDigits[:0], e.Seq, 10)
+	}
+	dst = append(dst, c.seqDigits...)
+	return appendEventRest(dst, e), true
+}
+
+// incDecimal adds one to the non-negative decimal number d, in place
+// unless it gains a digit.
+func incDecimal(d []byte) []byte {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] != '9' {
+			d[i]++
+			return d
+		}
+		d[i] = '0'
+	}
+	return append([]byte{'1'}, d...)
+}
+
+// fastEvent reports whether e is one of the events AppendEventJSON
+// encodes itself: no member but the head, text and segment.
+func fastEvent(e *Event) bool {
+	return e.ToolCall == nil && e.ToolResult == nil && e.Change == nil && e.Citation == nil &&
+		e.Notice == nil && e.Error == nil && e.TurnEnd == nil && e.Violation == nil && len(e.Raw) == 0
+}
+
+// appendEventHead appends the members before seq's value.
+func appendEventHead(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"type":`...)
 	dst = appendJSONString(dst, string(e.Type))
 	if e.DialogID != "" {
@@ -34,8 +94,16 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		dst = append(dst, `,"turnId":`...)
 		dst = appendJSONString(dst, e.TurnID)
 	}
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendInt(dst, e.Seq, 10)
+	return append(dst, `,"seq":`...)
+}
+
+// appendEventTail appends seq's value and the members after it.
+func appendEventTail(dst []byte, e *Event) []byte {
+	return appendEventRest(strconv.AppendInt(dst, e.Seq, 10), e)
+}
+
+// appendEventRest appends the members after seq.
+func appendEventRest(dst []byte, e *Event) []byte {
 	if e.Text != "" {
 		dst = append(dst, `,"text":`...)
 		dst = appendJSONString(dst, e.Text)
@@ -51,7 +119,7 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 		}
 		dst = append(dst, '}')
 	}
-	return append(dst, '}'), true
+	return append(dst, '}')
 }
 
 // jsonSafeASCII marks with '1' the bytes appendJSONString copies as they
@@ -83,9 +151,15 @@ func load64(s string, i int) uint64 {
 // for the other control bytes, \ufffd for each invalid UTF-8 byte, and
 // \u2028 and \u2029 escaped (they end lines in JavaScript).
 func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
+	dst = appendJSONStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes.
+func appendJSONStringBody(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look (nearly all
@@ -140,8 +214,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // AppendSummaryJSON appends s's JSON encoding to dst, byte for byte what
@@ -154,13 +227,30 @@ func appendJSONString(dst []byte, s string) []byte {
 // --json`). Everything but the two texts still goes through encoding/json;
 // they are encoded straight into dst.
 func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
+	before, after, err := summaryAround(s)
+	if err != nil {
+		return dst, err
+	}
+	// Room for everything, escapes aside: the texts are most of it.
+	dst = slices.Grow(dst, len(before)+len(after)+len(s.Text)+len(s.Reasoning)+32)
+	dst = append(dst, before...)
+	dst = append(dst, `,"text":`...)
+	dst = appendJSONString(dst, s.Text)
+	dst = append(dst, `,"reasoning":`...)
+	dst = appendJSONString(dst, s.Reasoning)
+	return append(dst, after...), nil
+}
+
+// summaryAround is the JSON encoding of s without its text and reasoning
+// members: the bytes before them and the bytes after them.
+func summaryAround(s *Summary) (before, after []byte, err error) {
 	rest := *s
 	rest.Text, rest.Reasoning = "", ""
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&rest); err != nil {
-		return dst, err
+		return nil, nil, err
 	}
 	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	// The members before text are strings and null, in which `,"` cannot
@@ -168,14 +258,64 @@ func AppendSummaryJSON(dst []byte, s *Summary) ([]byte, error) {
 	const empty = `,"text":"","reasoning":""`
 	i := bytes.Index(out, []byte(empty))
 	if i < 0 {
-		return dst, errors.New("summary JSON without its text members")
+		return nil, nil, errors.New("summary JSON without its text members")
 	}
-	// Room for everything, escapes aside: the texts are most of it.
-	dst = slices.Grow(dst, len(out)+len(s.Text)+len(s.Reasoning)+64)
-	dst = append(dst, out[:i]...)
-	dst = append(dst, `,"text":`...)
-	dst = appendJSONString(dst, s.Text)
-	dst = append(dst, `,"reasoning":`...)
-	dst = appendJSONString(dst, s.Reasoning)
-	return append(dst, out[i+len(empty):]...), nil
+	return out[:i], out[i+len(empty):], nil
+}
+
+// WriteSummaryJSON writes what AppendSummaryJSON appends for s, and a
+// newline, to w. The texts are encoded a piece at a time into a small
+// buffer: the encoding of a long answer is never held whole (replay's
+// largest allocation after go-sse's, and page faults besides).
+func WriteSummaryJSON(w io.Writer, s *Summary) error {
+	return writeSummaryJSON(w, s, summaryPiece)
+}
+
+// summaryPiece is how many bytes of text WriteSummaryJSON encodes at once.
+const summaryPiece = 32 << 10
+
+func writeSummaryJSON(w io.Writer, s *Summary, piece int) error {
+	before, after, err := summaryAround(s)
+	if err != nil {
+		return err
+	}
+	// A copy: before and after share one array.
+	buf := make([]byte, 0, min(len(before)+len(s.Text)+len(s.Reasoning), 2*piece)+len(after)+64)
+	buf = append(buf, before...)
+	buf = append(buf, `,"text":"`...)
+	if buf, err = writeJSONStringBody(w, buf, s.Text, piece); err != nil {
+		return err
+	}
+	buf = append(buf, `","reasoning":"`...)
+	if buf, err = writeJSONStringBody(w, buf, s.Reasoning, piece); err != nil {
+		return err
+	}
+	buf = append(buf, '"')
+	buf = append(buf, after...)
+	_, err = w.Write(append(buf, '\n'))
+	return err
+}
+
+// writeJSONStringBody appends s's JSON encoding (no quotes) to buf a piece
+// at a time, writing buf to w and emptying it after each piece but the
+// last. Pieces are cut before a byte that starts a UTF-8 sequence (or is
+// no part of one), so that each piece encodes exactly as it does within
+// the whole: no sequence spans a cut.
+func writeJSONStringBody(w io.Writer, buf []byte, s string, piece int) ([]byte, error) {
+	for len(s) > piece {
+		end := piece
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		if end == 0 { // a piece shorter than the sequence: cut after it
+			for end = piece; end < len(s) && !utf8.RuneStart(s[end]); end++ {
+			}
+		}
+		buf = appendJSONStringBody(buf, s[:end])
+		if _, err := w.Write(buf); err != nil {
+			return buf, err
+		}
+		buf, s = buf[:0], s[end:]
+	}
+	return appendJSONStringBody(buf, s), nil
 }

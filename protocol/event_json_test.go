@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -35,8 +37,13 @@ func TestAppendEventJSON(t *testing.T) {
 		{Event{Type: KindText, Seq: 4, Text: "x", Raw: json.RawMessage(`{"a":1}`)}, false},
 		{Event{Type: KindTurnEnd, Seq: 5, TurnEnd: &TurnEnd{Outcome: OutcomeCompleted}}, false},
 	}
-	for _, tt := range tests {
+	var enc EventEncoder // one for all: its memory of the last head must not leak into the next
+	for _, tt := range append(tests, tests...) {
 		got, ok := AppendEventJSON([]byte("prefix"), &tt.e)
+		egot, eok := enc.Append([]byte("prefix"), &tt.e)
+		if eok != ok || string(egot) != string(got) {
+			t.Errorf("%+v: EventEncoder gave %q, %v; AppendEventJSON %q, %v", tt.e, egot, eok, got, ok)
+		}
 		if ok != tt.fast {
 			t.Errorf("%+v: fast path %v, want %v", tt.e, ok, tt.fast)
 			continue
@@ -49,6 +56,24 @@ func TestAppendEventJSON(t *testing.T) {
 		}
 		if want := "prefix" + stdEventJSON(t, &tt.e); string(got) != want {
 			t.Errorf("%+v:\n got %s\nwant %s", tt.e, got, want)
+		}
+	}
+}
+
+// EventEncoder counts seq up in its digits: across every carry, after a
+// jump, a repeat, a step back and negative numbers, its bytes are
+// AppendEventJSON's.
+func TestEventEncoderSeq(t *testing.T) {
+	var enc EventEncoder
+	seqs := []int64{0, 1, 2, 8, 9, 10, 11, 98, 99, 100, 101, 101, 50, 999, 1000, -2, -1, 0, 1, 9_999_999, 10_000_000, 1 << 62, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for s := int64(990); s < 1012; s++ {
+		seqs = append(seqs, s)
+	}
+	for _, seq := range seqs {
+		e := Event{Type: KindText, DialogID: "d", Seq: seq, Text: "x"}
+		got, _ := enc.Append(nil, &e)
+		if want, _ := AppendEventJSON(nil, &e); string(got) != string(want) {
+			t.Fatalf("seq %d: got %s, want %s", seq, got, want)
 		}
 	}
 }
@@ -69,6 +94,16 @@ func FuzzAppendEventJSON(f *testing.F) {
 		}
 		if want := stdEventJSON(t, &e); string(got) != want {
 			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+		// An EventEncoder after another event, then again (its head kept).
+		var enc EventEncoder
+		enc.Append(nil, &Event{Type: KindText, DialogID: "other", Seq: 1, Text: "x"})
+		for range 2 {
+			got, ok := enc.Append(nil, &e)
+			if want := stdEventJSON(t, &e); !ok || string(got) != want {
+				t.Fatalf("EventEncoder:\n got %s\nwant %s", got, want)
+			}
+			e.Seq++
 		}
 	})
 }
@@ -95,14 +130,33 @@ func TestAppendSummaryJSON(t *testing.T) {
 			Violations: []Violation{}, TextTruncated: true},
 		{Type: "summary", Outcome: OutcomeError},
 		{},
+		{Type: "summary", Text: strings.Repeat("é✓\xe2\x82 \"\u2028x\xff\x00", 5000), Reasoning: strings.Repeat("ab", 40000)},
 	}
 	for _, s := range sums {
 		got, err := AppendSummaryJSON([]byte("x"), &s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "x" + stdSummaryJSON(t, &s); string(got) != want {
-			t.Errorf("\n got %s\nwant %s", got, want)
+		want := stdSummaryJSON(t, &s)
+		if string(got) != "x"+want {
+			t.Errorf("\n got %s\nwant x%s", got, want)
+		}
+		checkWriteSummaryJSON(t, &s, want)
+	}
+}
+
+// checkWriteSummaryJSON holds WriteSummaryJSON to want (encoding/json's
+// bytes for s), with pieces of every small size so that cuts fall inside
+// and around escapes and multi-byte sequences.
+func checkWriteSummaryJSON(t *testing.T, s *Summary, want string) {
+	t.Helper()
+	for _, piece := range []int{1, 2, 3, 4, 5, 7, 64, summaryPiece} {
+		var b bytes.Buffer
+		if err := writeSummaryJSON(&b, s, piece); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want+"\n" {
+			t.Fatalf("WriteSummaryJSON, pieces of %d bytes:\n got %s\nwant %s", piece, b.String(), want)
 		}
 	}
 }
@@ -116,9 +170,11 @@ func FuzzAppendSummaryJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := stdSummaryJSON(t, &s); string(got) != want {
+		want := stdSummaryJSON(t, &s)
+		if string(got) != want {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
+		checkWriteSummaryJSON(t, &s, want)
 	})
 }
 

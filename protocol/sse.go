@@ -191,24 +191,43 @@ func (r *SSEReader) dispatch(ev sse.Event) (SSEEvent, bool) {
 // ok is false only if the tracker saw no such block, which would be a bug:
 // the block is then dispatched as go-sse framed it.
 func judge(ev sse.Event, v verdict, ok bool, lastID *string) (SSEEvent, bool) {
+	if !admit(ev.LastEventID, &v, ok, lastID) {
+		return SSEEvent{}, false
+	}
+	return SSEEvent{Type: eventType(ev.Type), Data: ev.Data, LastEventID: *lastID, Retry: v.retry}, true
+}
+
+// admit is judge's decision alone: it updates lastID and reports whether
+// the block is dispatched. goID is go-sse's last event ID for the block.
+func admit(goID string, v *verdict, ok bool, lastID *string) bool {
+	id := goID
 	switch {
 	case !ok:
-		*lastID = ev.LastEventID
 	case v.keep:
-		*lastID = v.id
+		id = v.id
 	case v.blank:
 		// Ended by a blank line but without data (G1): the spec sets the
 		// last event ID string and fires nothing.
-		*lastID = v.id
-		return SSEEvent{}, false
+		if *lastID != v.id {
+			*lastID = v.id
+		}
+		return false
 	default:
-		return SSEEvent{}, false // the unterminated block go-sse yields at EOF (G2)
+		return false // the unterminated block go-sse yields at EOF (G2)
 	}
-	out := SSEEvent{Type: ev.Type, Data: ev.Data, LastEventID: *lastID, Retry: v.retry}
-	if out.Type == "" {
-		out.Type = "message"
+	if *lastID != id { // nearly always equal: no store, no write barrier
+		*lastID = id
 	}
-	return out, true
+	return true
+}
+
+// eventType is the spec's event type for go-sse's: "message" when the
+// stream named none.
+func eventType(t string) string {
+	if t == "" {
+		return "message"
+	}
+	return t
 }
 
 // end records and returns the error that ends the stream, given go-sse's
@@ -445,8 +464,26 @@ func (t *tracker) scan(p []byte) (cut int) {
 			// The line of nearly every event, whole in p: what partial
 			// and endLine would conclude, without their field parsing.
 			t.dirty, t.hasData = true, true
-			t.prevCR = p[end] == '\r'
 			pos = end + 1
+			if p[end] == '\r' {
+				if pos == len(p) || p[pos] != '\n' {
+					t.prevCR = true
+					continue
+				}
+				pos++ // its LF
+			}
+			// The blank line that nearly always follows, whole in p:
+			// what endLine concludes for it, without another search.
+			switch {
+			case pos < len(p) && p[pos] == '\n':
+				pos++
+			case pos+1 < len(p) && p[pos] == '\r' && p[pos+1] == '\n':
+				pos += 2
+			default:
+				continue
+			}
+			t.endLine()
+			cut = pos
 			continue
 		}
 		t.partial(p[pos:end])

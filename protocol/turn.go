@@ -65,6 +65,7 @@ const maxDetect = 16
 type Turn struct {
 	opts     StreamOptions
 	ad       adapter
+	fast     fastAdapter // ad, if it has a fast path (asserted once, not per event)
 	dialect  Dialect
 	pending  []SSEEvent // held back while auto-detecting
 	pl       payload
@@ -144,6 +145,7 @@ func (t *Turn) setDialect(d Dialect) {
 	t.dialect = d
 	t.sum.Dialect = d
 	t.ad = newAdapter(d)
+	t.fast, _ = t.ad.(fastAdapter)
 }
 
 func (t *Turn) feed(ev SSEEvent) {
@@ -155,7 +157,7 @@ func (t *Turn) feed(ev SSEEvent) {
 		}
 		return
 	}
-	if f, ok := t.ad.(fastAdapter); ok && !t.noFast && f.fast(t, ev.Data) {
+	if t.fast != nil && !t.noFast && t.fast.fast(t, ev.Data) {
 		return
 	}
 	if err := t.pl.parse(ev.Data); err != nil {

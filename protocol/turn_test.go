@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,6 +46,46 @@ func TestReadTurnCancel(t *testing.T) {
 		t.Errorf("reason %q, want the cancel cause", r)
 	}
 	checkTurnInvariants(t, evs)
+}
+
+// Sequential: a cancel is seen at the next read of the body; the events
+// read before it are kept, and the body is not read to its end.
+func TestReadTurnSequentialCancel(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := v2(`"type": "chat", "content": "partial"}`) + strings.Repeat(v2(`"type": "chat", "content": "more"}`), 5000) + v2(`"type": "done"}`)
+	body := &randomChunks{s: in, rng: rand.New(rand.NewPCG(1, 2))}
+	var evs []Event
+	sum := ReadTurn(ctx, body, StreamOptions{TurnID: "t1", Sequential: true}, func(e Event) {
+		evs = append(evs, e)
+		if e.Type == KindText {
+			cancel(errors.New("user pressed stop"))
+		}
+	})
+	if sum.Outcome != OutcomeCancelled || !strings.HasPrefix(sum.Text, "partial") || len(sum.Text) > 1000 {
+		t.Fatalf("outcome %s, %d bytes of text; want cancelled soon after the partial text", sum.Outcome, len(sum.Text))
+	}
+	if r := evs[len(evs)-1].TurnEnd.Reason; r != "cancelled: user pressed stop" {
+		t.Errorf("reason %q, want the cancel cause", r)
+	}
+	checkTurnInvariants(t, evs)
+}
+
+// Sequential, a body the client closed on purpose (its idle watchdog): the
+// turn ends with that cause, as in the segmented reading, even when the
+// close cut a line.
+func TestReadTurnSequentialStopped(t *testing.T) {
+	in := v2(`"type": "chat", "content": "then silence"}`) + "data: {\"half"
+	for _, seq := range []bool{false, true} {
+		body := io.MultiReader(strings.NewReader(in), iotest.ErrReader(fmt.Errorf("closing: %w", ErrIdleTimeout)))
+		var evs []Event
+		sum := ReadTurn(context.Background(), body, StreamOptions{TurnID: "t1", IdleTimeout: -1, Sequential: seq}, record(&evs))
+		if sum.Outcome != OutcomeInterrupted || sum.Text != "then silence" {
+			t.Fatalf("sequential %v: outcome %s, text %q; want interrupted with the text", seq, sum.Outcome, sum.Text)
+		}
+		if r := evs[len(evs)-1].TurnEnd.Reason; r != "closing: "+ErrIdleTimeout.Error() {
+			t.Errorf("sequential %v: reason %q, want the idle timeout as the client gave it", seq, r)
+		}
+	}
 }
 
 func TestReadTurnIdleTimeout(t *testing.T) {
