@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -178,13 +179,42 @@ type changeRecord struct {
 	planned *keptPlan
 }
 
-// keptPlan is a change's plan against the text with hash base: it holds
-// only while the change's BaseHash is base and its file still hashes so.
+// keptPlan is what an apply needs of a change's plan against text (hash
+// base): its hunks, and the text after its pending hunks (ids). It holds
+// only while the change's BaseHash is base and the file still holds
+// text. Not the plan itself: a plan holds the file before and after with
+// their line tables and the diff's hunks, several times the file, and a
+// patch keeps one per file until it is applied.
 type keptPlan struct {
-	fp     *filePlan
-	base   string
-	text   []byte // the text planned against (not copied: never changed)
-	exists bool
+	hunks      []Hunk
+	ids        []string
+	next       []byte
+	nextExists bool
+	base       string
+	text       []byte // the text planned against (not copied: never changed)
+	exists     bool
+}
+
+// keepPlan renders fp's pending hunks for c (planned against text) the way
+// prepareApply would, for the apply that follows; nil when there is
+// nothing to keep.
+func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan {
+	if fp == nil || fp.file == nil || fp.rename {
+		return nil
+	}
+	probe := changeRecord{Change: Change{ID: c.ID, Hunks: mergeStatuses(c.Hunks, fp.hunks)}}
+	ids, err := selectHunks(&probe, nil, StatusPending)
+	if err != nil || len(ids) == 0 {
+		return nil
+	}
+	next, nextExists, err := fp.render(ids)
+	if err != nil {
+		return nil
+	}
+	if cap(next) > len(next)+len(next)/4 {
+		next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
+	}
+	return &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
 }
 
 // source is the file whose text a change is planned against: the source
