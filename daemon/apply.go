@@ -212,6 +212,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	}
 	if same {
 		kept = k
+		tg.text = k.text // the same bytes: one copy of them lives on, not two
 		// Used once: the record lets go of it.
 		e.cs.mu.Lock()
 		c.planned = nil
