@@ -3,7 +3,8 @@
 # with perf stat, then smith against the floors alternating in the same rounds
 # (bench/abproc), with the ratios. See docs/benchmarks.md, "Start-up (target 4)".
 #
-#   bench/startup.sh [RUNS]      (default 300; needs perf and git)
+#   bench/startup.sh [RUNS]          (default 300; needs perf and git)
+#   bench/startup.sh -parts [RUNS]   what each required library costs alone
 #
 # The floors, all built like smith (go build, no cgo):
 #   hello       bench/startup/hello: a Go hello world
@@ -27,10 +28,31 @@
 # binary with a built one. Environment: BIN (binaries, default
 # $TMPDIR/smith-bench).
 set -eu
+parts=
+if [ "${1:-}" = -parts ]; then
+	parts=1
+	shift
+fi
 runs=${1:-300}
 cd "$(dirname "$0")/.."
 bin=${BIN:-${TMPDIR:-/tmp}/smith-bench}
 mkdir -p "$bin"
+
+if [ -n "$parts" ]; then
+	# hellofloor with one library's use at a time (its floor_only tags).
+	go build -o "$bin/abproc" ./bench/abproc
+	CGO_ENABLED=0 go build -o "$bin/hello" ./bench/startup/hello
+	CGO_ENABLED=0 go build -o "$bin/hellofloor" ./bench/startup/hellofloor
+	set -- -- hello="$bin/hello"
+	for lib in cobra http jsonrpc2 toml fsdiff slog; do
+		CGO_ENABLED=0 go build -tags "floor_only,floor_$lib" -o "$bin/floor-$lib" ./bench/startup/hellofloor
+		set -- "$@" -- "$lib=$bin/floor-$lib"
+	done
+	uptime
+	"$bin/abproc" -rounds "$runs" "$@" -- hellofloor="$bin/hellofloor"
+	uptime
+	exit
+fi
 CGO_ENABLED=0 go build -o "$bin/hello" ./bench/startup/hello
 CGO_ENABLED=0 go build -o "$bin/hellodeps" ./bench/startup/hellodeps
 CGO_ENABLED=0 go build -o "$bin/hellofloor" ./bench/startup/hellofloor

@@ -202,12 +202,27 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	}
 	tg.hash = snap.BaseHash // what tg holds: checked just above
 	var fp *filePlan
-	if same {
-		fp = k.fp
-	} else if fp, err = e.planChange(&snap, tg.text, tg.exists); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	var kept *keptPlan
+	fresh := func() (err error) {
+		fp, err = e.planChange(&snap, tg.text, tg.exists)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
+		return nil
 	}
-	snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	if same {
+		kept = k
+		tg.text = k.text // the same bytes: one copy of them lives on, not two
+		// Used once: the record lets go of it.
+		e.cs.mu.Lock()
+		c.planned = nil
+		e.cs.mu.Unlock()
+		snap.Hunks = mergeStatuses(snap.Hunks, kept.hunks)
+	} else if err := fresh(); err != nil {
+		return nil, err
+	} else {
+		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	}
 	ids, err := selectHunks(&snap, hunks, StatusPending)
 	if err != nil {
 		return nil, err
@@ -220,12 +235,22 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
 		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
 	}
-	next, nextExists, err := fp.render(ids)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	var next []byte
+	var nextExists bool
+	if kept != nil && slices.Equal(ids, kept.ids) {
+		next, nextExists = kept.next, kept.nextExists // rendered for these hunks
+	} else {
+		if fp == nil {
+			if err := fresh(); err != nil {
+				return nil, err
+			}
+		}
+		if next, nextExists, err = fp.render(ids); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
 	}
 	st := &applyStep{c: c, path: snap.Path, ids: ids}
-	if !fp.rename {
+	if fp == nil || !fp.rename { // a kept plan is never a rename's
 		st.ws = []*fileWrite{{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}}
 		return st, nil
 	}

@@ -380,11 +380,7 @@ func (cs *changeStore) stageDiffsLocked(bs *blobStage) func() {
 		if c.DiffRef != nil || len(c.Diff) < largeDiff {
 			continue
 		}
-		ref, err := bs.put([]byte(c.Diff), true, "")
-		if err != nil {
-			continue // kept in the state file
-		}
-		out, refs = append(out, c), append(refs, ref)
+		out, refs = append(out, c), append(refs, bs.putString(c.Diff))
 	}
 	return func() {
 		for i, c := range out {

@@ -167,7 +167,11 @@ func (e *Engine) upstreamHistory(ctx context.Context, id string, limit, before i
 func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 	switch e.dialogMode(ctx) {
 	case modeLocal:
-		return "", fmt.Errorf("%w: sessions (approve, reset, restore, checkpoints) need an AgentSmithy upstream", ErrUnsupported)
+		why := "it does not answer AgentSmithy's /api/dialogs"
+		if d := e.cfg.Dialect; d != protocol.DialectAuto && d != protocol.DialectAgentSmithy {
+			why = "the " + string(d) + " dialect has none"
+		}
+		return "", fmt.Errorf("%w: it has no session API (%s); sessions (approve, reset, restore, checkpoints) need an AgentSmithy server. What smith applied itself, smith undo takes back", ErrUnsupported, why)
 	case modeUnknown:
 		// No answer yet: say why, rather than "unsupported".
 		if _, err := e.client.CurrentDialog(ctx); err != nil {

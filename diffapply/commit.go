@@ -1,6 +1,7 @@
 package diffapply
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -262,8 +263,9 @@ func (t *txn) verify(e *journalEntry, p preimage) error {
 	if err != nil {
 		return err
 	}
-	if h := Hash(b); h != e.Before {
-		return &StaleError{Path: e.Path, Want: e.Before, Got: h, During: true}
+	// prepare hashed p.bytes as e.Before: the same bytes need no hash.
+	if !bytes.Equal(b, p.bytes) {
+		return &StaleError{Path: e.Path, Want: e.Before, Got: Hash(b), During: true}
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ func openBackend(ctx context.Context, s *IOStreams, set *config.Settings) (backe
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
 	}
+	if err := usableStateDir(set, dir); err != nil {
+		return nil, err
+	}
 	sock := attachSocket(dir)
 	var none *noDaemonError
 	b, dialErr := dialDaemon(ctx, sock, cfg.Workspace)

@@ -104,6 +104,10 @@ type chatSession struct {
 }
 
 func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Settings, args []string) error {
+	// Asking smith's context whether it has ended installs its SIGINT and
+	// SIGTERM handler (signalctx.go), as every start did before that was
+	// lazy; the context is detached below, so nothing else would.
+	_ = ctx.Err()
 	// SIGINT is handled per turn (cancel, then exit); outside a turn it
 	// keeps its default meaning.
 	signal.Reset(os.Interrupt)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,13 @@ dialog is marked with '*'.`,
 			n, ok := want[sub]
 			if !ok {
 				return usageErrorf("unknown dialogs subcommand %q (use list, new, rename, rm or use)", sub)
+			}
+			if len(args) > n.most && strings.Contains(n.usage, "TITLE") {
+				// A title of several words the shell split: say how to
+				// keep it one argument.
+				title := strings.Join(args[n.most-1:], " ")
+				cmdline := strings.TrimSpace("smith dialogs " + sub + " " + strings.Join(args[:n.most-1], " "))
+				return usageErrorf("smith dialogs %s takes%s, got %d arguments: quote a title of several words, as in: %s %s", sub, n.usage, len(args), cmdline, titleQuote(title))
 			}
 			if len(args) < n.least || len(args) > n.most {
 				return usageErrorf("smith dialogs %s takes%s, got %d argument(s) (see smith dialogs --help)", sub, orNothing(n.usage), len(args))
@@ -107,4 +115,13 @@ func orNothing(usage string) string {
 		return " no arguments"
 	}
 	return usage
+}
+
+// titleQuote quotes a title for the shell as a user would type it:
+// in double quotes when nothing in it is special there.
+func titleQuote(t string) string {
+	if !strings.ContainsAny(t, "\"$`\\!") {
+		return `"` + t + `"`
+	}
+	return shellQuote(t)
 }

@@ -87,7 +87,9 @@ With --protocol v2 (default) and v1 the server edits the workspace itself and
 sends file_edit events; approve, reset and restore work on real checkpoints
 (.agentsmithy/checkpoints). With --protocol v0 and every other --dialect the
 server writes nothing: changes travel as diff events or tool results and the
-client applies them.
+client applies them. Only AgentSmithy (any --protocol) serves the REST API of
+dialogs, history and sessions; with another --dialect those paths are 404, as
+on the real servers of those contracts, and smith keeps its own dialogs.
 
 The demo agent understands (anything else gets a helpful answer quoting what a
 plain text search of the workspace found):

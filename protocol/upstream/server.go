@@ -152,19 +152,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/chat", s.handleChat)
 	mux.HandleFunc("GET /api/chat/stream", s.handleSessionStream)
 	mux.HandleFunc("POST /api/chat/message", s.handleSessionMessage)
-	mux.HandleFunc("GET /api/dialogs", s.handleListDialogs)
-	mux.HandleFunc("POST /api/dialogs", s.handleCreateDialog)
-	mux.HandleFunc("GET /api/dialogs/current", s.handleGetCurrent)
-	mux.HandleFunc("PATCH /api/dialogs/current", s.handleSetCurrent)
-	mux.HandleFunc("GET /api/dialogs/{id}", s.handleGetDialog)
-	mux.HandleFunc("PATCH /api/dialogs/{id}", s.handleRenameDialog)
-	mux.HandleFunc("DELETE /api/dialogs/{id}", s.handleDeleteDialog)
-	mux.HandleFunc("GET /api/dialogs/{id}/history", s.handleHistory)
-	mux.HandleFunc("GET /api/dialogs/{id}/session", s.handleSession)
-	mux.HandleFunc("GET /api/dialogs/{id}/checkpoints", s.handleCheckpoints)
-	mux.HandleFunc("POST /api/dialogs/{id}/restore", s.handleRestore)
-	mux.HandleFunc("POST /api/dialogs/{id}/approve", s.handleApprove)
-	mux.HandleFunc("POST /api/dialogs/{id}/reset", s.handleReset)
+	if s.opts.Dialect == protocol.DialectAgentSmithy {
+		s.handleREST(mux)
+	}
 	// FastAPI answers unknown paths and wrong methods with JSON details;
 	// the catch-all tells the two apart by asking the mux about the other
 	// methods.
@@ -180,6 +170,27 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusNotFound, detail("Not Found"))
 	})
 	return s.logRequests(localOnly(mux))
+}
+
+// handleREST mounts AgentSmithy's REST API (dialogs, history, sessions and
+// checkpoints). Only the AgentSmithy dialect has it: the servers of the
+// other contracts (rag, textbook, oracle, lifecycle) have no such
+// endpoints, so a client must find none here either (smith then keeps its
+// own dialogs and says that the upstream has no session API).
+func (s *Server) handleREST(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/dialogs", s.handleListDialogs)
+	mux.HandleFunc("POST /api/dialogs", s.handleCreateDialog)
+	mux.HandleFunc("GET /api/dialogs/current", s.handleGetCurrent)
+	mux.HandleFunc("PATCH /api/dialogs/current", s.handleSetCurrent)
+	mux.HandleFunc("GET /api/dialogs/{id}", s.handleGetDialog)
+	mux.HandleFunc("PATCH /api/dialogs/{id}", s.handleRenameDialog)
+	mux.HandleFunc("DELETE /api/dialogs/{id}", s.handleDeleteDialog)
+	mux.HandleFunc("GET /api/dialogs/{id}/history", s.handleHistory)
+	mux.HandleFunc("GET /api/dialogs/{id}/session", s.handleSession)
+	mux.HandleFunc("GET /api/dialogs/{id}/checkpoints", s.handleCheckpoints)
+	mux.HandleFunc("POST /api/dialogs/{id}/restore", s.handleRestore)
+	mux.HandleFunc("POST /api/dialogs/{id}/approve", s.handleApprove)
+	mux.HandleFunc("POST /api/dialogs/{id}/reset", s.handleReset)
 }
 
 // Start listens on addr (host:port; port 0 picks a free one), writes

@@ -1,9 +1,10 @@
 // Command hellodeps is bench/startup.sh's second floor: the hello world of
 // bench/startup/hello linked with every package smith links (imported for
 // their side effects only), so that it pays their package initialization
-// and the start-up of a binary of smith's size, and does nothing else. The
-// gap between it and hello is what linking these packages costs; the gap
-// between smith version and it is smith's own start-up work.
+// and does nothing else; the linker drops most of their code, which no one
+// calls. The gap between it and hello is what their package inits cost;
+// bench/startup/hellofloor and bench/startup.sh's linked binary add the code
+// that is called.
 package main
 
 import (
