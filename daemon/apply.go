@@ -29,6 +29,7 @@ type fileWrite struct {
 	tg         target // what smith read; the write is guarded by it
 	next       []byte
 	nextExists bool
+	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
 	via        string // "editor" | "disk", set by writeBatch
 }
 
@@ -108,13 +109,19 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 		return diffapply.Write{}, err
 	}
 	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent}
-	if w.tg.exists {
+	switch {
+	case w.tg.exists && w.tg.hash != "":
+		dw.ExpectHash = diffapply.HashOfDigest(w.tg.hash) // hashed when read
+	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
 	if w.nextExists {
 		dw.Content = w.next
 		if dw.Content == nil {
 			dw.Content = []byte{} // nil would delete
+		}
+		if w.nextHash != "" {
+			dw.ContentHash = diffapply.HashOfDigest(w.nextHash) // hashed for the journal
 		}
 	}
 	return dw, nil
