@@ -29,6 +29,7 @@ type fileWrite struct {
 	tg         target // what smith read; the write is guarded by it
 	next       []byte
 	nextExists bool
+	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
 	via        string // "editor" | "disk", set by writeBatch
 }
 
@@ -108,13 +109,19 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 		return diffapply.Write{}, err
 	}
 	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent}
-	if w.tg.exists {
+	switch {
+	case w.tg.exists && w.tg.hash != "":
+		dw.ExpectHash = diffapply.HashOfDigest(w.tg.hash) // hashed when read
+	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
 	if w.nextExists {
 		dw.Content = w.next
 		if dw.Content == nil {
 			dw.Content = []byte{} // nil would delete
+		}
+		if w.nextHash != "" {
+			dw.ContentHash = diffapply.HashOfDigest(w.nextHash) // hashed for the journal
 		}
 	}
 	return dw, nil
@@ -202,12 +209,27 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	}
 	tg.hash = snap.BaseHash // what tg holds: checked just above
 	var fp *filePlan
-	if same {
-		fp = k.fp
-	} else if fp, err = e.planChange(&snap, tg.text, tg.exists); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	var kept *keptPlan
+	fresh := func() (err error) {
+		fp, err = e.planChange(&snap, tg.text, tg.exists)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
+		return nil
 	}
-	snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	if same {
+		kept = k
+		tg.text = k.text // the same bytes: one copy of them lives on, not two
+		// Used once: the record lets go of it.
+		e.cs.mu.Lock()
+		c.planned = nil
+		e.cs.mu.Unlock()
+		snap.Hunks = mergeStatuses(snap.Hunks, kept.hunks)
+	} else if err := fresh(); err != nil {
+		return nil, err
+	} else {
+		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+	}
 	ids, err := selectHunks(&snap, hunks, StatusPending)
 	if err != nil {
 		return nil, err
@@ -220,12 +242,22 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
 		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
 	}
-	next, nextExists, err := fp.render(ids)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+	var next []byte
+	var nextExists bool
+	if kept != nil && slices.Equal(ids, kept.ids) {
+		next, nextExists = kept.next, kept.nextExists // rendered for these hunks
+	} else {
+		if fp == nil {
+			if err := fresh(); err != nil {
+				return nil, err
+			}
+		}
+		if next, nextExists, err = fp.render(ids); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+		}
 	}
 	st := &applyStep{c: c, path: snap.Path, ids: ids}
-	if !fp.rename {
+	if fp == nil || !fp.rename { // a kept plan is never a rename's
 		st.ws = []*fileWrite{{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}}
 		return st, nil
 	}

@@ -298,7 +298,11 @@ func (cs *changeStore) applied(steps []*applyStep) error {
 				c.Hunks[i].Status = StatusApplied
 			}
 		}
-		c.BaseHash = contentHash(st.ws[0].next, st.ws[0].nextExists)
+		if w := st.ws[0]; w.nextExists && w.nextHash != "" {
+			c.BaseHash = w.nextHash // hashed when the write was journalled
+		} else {
+			c.BaseHash = contentHash(w.next, w.nextExists)
+		}
 		c.Status = deriveStatus(c.Hunks, StatusApplied)
 		c.Reason = ""
 		for i, r := range st.recs {
@@ -380,11 +384,7 @@ func (cs *changeStore) stageDiffsLocked(bs *blobStage) func() {
 		if c.DiffRef != nil || len(c.Diff) < largeDiff {
 			continue
 		}
-		ref, err := bs.put([]byte(c.Diff), true, "")
-		if err != nil {
-			continue // kept in the state file
-		}
-		out, refs = append(out, c), append(refs, ref)
+		out, refs = append(out, c), append(refs, bs.putString(c.Diff))
 	}
 	return func() {
 		for i, c := range out {

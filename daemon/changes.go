@@ -83,9 +83,8 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 				c.Kind = protocol.ChangeCreate
 			}
 		}
-		fp := e.plan(c, text, exists)
-		if batch && fp != nil && fp.file != nil && !fp.rename {
-			c.planned = &keptPlan{fp: fp, base: c.BaseHash, text: text, exists: exists}
+		if fp := e.plan(c, text, exists); batch {
+			c.planned = keepPlan(c, fp, text, exists)
 		}
 	}
 

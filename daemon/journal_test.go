@@ -263,3 +263,15 @@ func TestSaveMovesTheWatcherOnlyWhenOpenFilesChange(t *testing.T) {
 		t.Fatalf("closing the only open change told the watcher %d times in all, want 2", moved)
 	}
 }
+
+// TestHashStringIsHashBytes: a diff staged as a string is named by the
+// same hash as its bytes (getBlob checks the bytes against it).
+func TestHashStringIsHashBytes(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 32<<10 - 1, 32 << 10, 100_000} {
+		s := strings.Repeat("x", n/2) + strings.Repeat("y", n-n/2)
+		if got, want := hashString(s), hashBytes([]byte(s)); got != want {
+			t.Errorf("hashString of %d bytes is %s, want %s", n, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -178,13 +179,42 @@ type changeRecord struct {
 	planned *keptPlan
 }
 
-// keptPlan is a change's plan against the text with hash base: it holds
-// only while the change's BaseHash is base and its file still hashes so.
+// keptPlan is what an apply needs of a change's plan against text (hash
+// base): its hunks, and the text after its pending hunks (ids). It holds
+// only while the change's BaseHash is base and the file still holds
+// text. Not the plan itself: a plan holds the file before and after with
+// their line tables and the diff's hunks, several times the file, and a
+// patch keeps one per file until it is applied.
 type keptPlan struct {
-	fp     *filePlan
-	base   string
-	text   []byte // the text planned against (not copied: never changed)
-	exists bool
+	hunks      []Hunk
+	ids        []string
+	next       []byte
+	nextExists bool
+	base       string
+	text       []byte // the text planned against (not copied: never changed)
+	exists     bool
+}
+
+// keepPlan renders fp's pending hunks for c (planned against text) the way
+// prepareApply would, for the apply that follows; nil when there is
+// nothing to keep.
+func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan {
+	if fp == nil || fp.file == nil || fp.rename {
+		return nil
+	}
+	probe := changeRecord{Change: Change{ID: c.ID, Hunks: mergeStatuses(c.Hunks, fp.hunks)}}
+	ids, err := selectHunks(&probe, nil, StatusPending)
+	if err != nil || len(ids) == 0 {
+		return nil
+	}
+	next, nextExists, err := fp.render(ids)
+	if err != nil {
+		return nil
+	}
+	if cap(next) > len(next)+len(next)/4 {
+		next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
+	}
+	return &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
 }
 
 // source is the file whose text a change is planned against: the source
@@ -307,14 +337,21 @@ func (s store) load(ws workspace) (*persisted, error) {
 // what it reads there.
 type blobStage struct {
 	s     store
-	name  string   // the pack's file name
-	parts [][]byte // its contents, in order (not copied)
+	name  string     // the pack's file name
+	parts []packPart // its contents, in order (not copied)
 	size  int64
 	seen  map[string]blobRef
 }
 
 func (s store) newBlobStage() *blobStage {
 	return &blobStage{s: s, seen: map[string]blobRef{}}
+}
+
+// packPart is one blob of a pack: bytes, or a string (a diff, written
+// without a copy).
+type packPart struct {
+	b []byte
+	s string
 }
 
 // put stages b and returns its reference, valid once commit succeeds.
@@ -327,19 +364,41 @@ func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if h == "" {
 		h = hashBytes(b)
 	}
+	return bs.add(packPart{b: b}, int64(len(b)), h), nil
+}
+
+// putString stages s like put, without copying it.
+func (bs *blobStage) putString(s string) blobRef {
+	return bs.add(packPart{s: s}, int64(len(s)), hashString(s))
+}
+
+func (bs *blobStage) add(p packPart, n int64, h string) blobRef {
 	if ref, ok := bs.seen[h]; ok {
-		return ref, nil
+		return ref
 	}
 	ref := blobRef{Exists: true, Hash: h}
 	if _, err := os.Stat(bs.s.blobPath(h)); err != nil {
 		if bs.name == "" {
 			bs.name = fmt.Sprintf("pack-%d-%s", time.Now().UnixNano(), randomHex(4))
 		}
-		ref.Pack, ref.Off, ref.Len = bs.name, bs.size, int64(len(b))
-		bs.parts, bs.size = append(bs.parts, b), bs.size+int64(len(b))
+		ref.Pack, ref.Off, ref.Len = bs.name, bs.size, n
+		bs.parts, bs.size = append(bs.parts, p), bs.size+n
 	}
 	bs.seen[h] = ref
-	return ref, nil
+	return ref
+}
+
+// hashString is hashBytes of s, through a small buffer rather than a
+// copy of all of s (a diff may be tens of megabytes).
+func hashString(s string) string {
+	h := sha256.New()
+	var buf [32 << 10]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // commit writes the pack and makes it durable: the file, then its folder
@@ -360,8 +419,13 @@ func (bs *blobStage) commit() error {
 	if err != nil {
 		return fmt.Errorf("blob store: %w", err)
 	}
-	for _, b := range bs.parts {
-		if _, err = f.Write(b); err != nil {
+	for _, part := range bs.parts {
+		if part.b != nil {
+			_, err = f.Write(part.b)
+		} else {
+			_, err = f.WriteString(part.s)
+		}
+		if err != nil {
 			break
 		}
 	}

@@ -31,6 +31,9 @@ type Write struct {
 	// HashAbsent requires that the file does not exist, anything else must
 	// equal Hash of the current content.
 	ExpectHash string
+	// ContentHash is Hash(Content) when the caller knows it ("": Commit
+	// computes it). The journal records it: it must be right.
+	ContentHash string
 }
 
 // The journal of one transaction is a directory journalDir/tx-*/ holding
@@ -404,7 +407,10 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		}
 		e.Before, e.After = got, HashAbsent
 		if w.Content != nil {
-			e.After = Hash(w.Content)
+			e.After = w.ContentHash
+			if e.After == "" {
+				e.After = Hash(w.Content)
+			}
 			e.Temp = tempName(r)
 			// The directories to create are in the staging manifest, so
 			// that recovery removes them with the temp file.

@@ -12,6 +12,11 @@
 //	hunks, files := p.Conflicts()      // hunks (or files) that cannot apply
 //	err = p.Apply(ctx, nil, journalDir) // nil = every hunk; or chosen hunk IDs
 //
+// PlanFiles (PlanReader for a diff in a file) plans one file at a time and
+// hands each File to a callback instead of keeping them all: a big diff
+// then costs its size and one file's working set, not the whole patch
+// before and after. Plan collects the same Files into a Patch.
+//
 // Plan writes nothing. Every File carries its pre-image (Before, with
 // BeforeHash), the result of its matching hunks (After), per-hunk IDs
 // (Hunk.ID, 1-based across the patch; Hunk.Index within the file), the

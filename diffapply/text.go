@@ -117,5 +117,9 @@ func Hash(content []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// HashOfDigest is Hash of content whose SHA-256 hex digest the caller
+// computed already (a file read once is not hashed twice).
+func HashOfDigest(hexDigest string) string { return "sha256:" + hexDigest }
+
 // HashAbsent is the ExpectHash of a file that must not exist.
 const HashAbsent = "absent"

@@ -128,15 +128,11 @@ func appendEventRest(dst []byte, e *Event) []byte {
 const jsonSafeASCII = "0000000000000000000000000000000011011111111111111111111111111111111111111111111111111111111101111111111111111111111111111111111100000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
 
 // plainWord reports whether none of the eight bytes of w needs more than a
-// copy in a JSON string: none is a control byte (< 0x20), '"', '\\' or
-// non-ASCII (>= 0x80). Each term is the classic word test "has a byte less
-// than n" ((x - n·ones) &^ x, high bits), or "has a zero byte" after an
-// XOR: inexact about which byte, exact about whether one is.
+// copy in a JSON string: none is '"', '\\', a control byte (hasSpecial)
+// or non-ASCII (>= 0x80, which the encoder must check for U+2028, U+2029
+// and invalid UTF-8).
 func plainWord(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q := w ^ '"'*ones
-	b := w ^ '\\'*ones
-	return ((w-0x20*ones)&^w|(q-ones)&^q|(b-ones)&^b|w)&highs == 0
+	return w&0x8080808080808080 == 0 && !hasSpecial(w)
 }
 
 // load64 is the little-endian word of s[i:i+8] (one load once compiled).

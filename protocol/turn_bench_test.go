@@ -77,6 +77,26 @@ func BenchmarkUpstreamPath(b *testing.B) {
 	reportCPU(b, start, ops, len(in))
 }
 
+// BenchmarkUpstreamPathSequential is the same path read with
+// StreamOptions.Sequential (smith replay's way): everything on one
+// goroutine, so that its CPU per byte is the path's own, with no
+// hand-overs between cores in it.
+func BenchmarkUpstreamPathSequential(b *testing.B) {
+	in := v2Stream(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	start, ops := cpuTime(b), 0
+	for b.Loop() {
+		ops++
+		n := 0
+		sum := ReadTurn(context.Background(), bytes.NewReader(in), StreamOptions{TurnID: "t", Sequential: true}, func(Event) { n++ })
+		if sum.Outcome != OutcomeCompleted || n < 100_000 {
+			b.Fatalf("outcome %s after %d events, violations %v", sum.Outcome, n, sum.Violations)
+		}
+	}
+	reportCPU(b, start, ops, len(in))
+}
+
 // BenchmarkSSEReader is the framing layer alone, for comparison.
 func BenchmarkSSEReader(b *testing.B) {
 	in := v2Stream(100_000)

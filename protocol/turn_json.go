@@ -471,9 +471,7 @@ func (sc *scanner) str() error {
 func plainJSONString(s string) bool {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if hasSpecial(x) {
+		if hasSpecial(load64(s, i)) {
 			return false
 		}
 	}

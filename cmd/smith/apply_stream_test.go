@@ -149,3 +149,74 @@ func TestChunksReadAt(t *testing.T) {
 		t.Errorf("ReadAt past the end: %d, %v; want 4, EOF", n, err)
 	}
 }
+
+// TestApplyChecksHugeDiffInPieces checks a diff past the size from which
+// the plan reads it in pieces (diffapply's 16 MiB) and standard input is
+// spilled to a temporary file: from a file and from standard input the
+// report is the same and names every hunk, and nothing is left in the
+// temporary folder.
+func TestApplyChecksHugeDiffInPieces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a 17 MB diff")
+	}
+	dir := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ws := filepath.Join(dir, "ws")
+	var diff strings.Builder
+	const files, lines = 11, 24000
+	hunks := 0
+	for i := range files {
+		name := fmt.Sprintf("d%d/f%d.go", i%3, i)
+		var before strings.Builder
+		for k := range lines {
+			fmt.Fprintf(&before, "\tv%d := compute(%d) // file %d, a line long enough to make the diff big\n", k, k, i)
+		}
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(before.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&diff, "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n", name, name, name, name)
+		for k := 3; k+3 < lines; k += 10 {
+			fmt.Fprintf(&diff, "@@ -%d,7 +%d,7 @@\n", k-2, k-2)
+			for c := k - 3; c <= k+3; c++ {
+				line := fmt.Sprintf("\tv%d := compute(%d) // file %d, a line long enough to make the diff big", c, c, i)
+				if c == k {
+					fmt.Fprintf(&diff, "-%s\n+%s // changed\n", line, line)
+				} else {
+					fmt.Fprintf(&diff, " %s\n", line)
+				}
+			}
+			hunks++
+		}
+	}
+	if diff.Len() < 16<<20 {
+		t.Fatalf("the diff is %d bytes, below 16 MiB", diff.Len())
+	}
+	patch := filepath.Join(dir, "huge.patch")
+	if err := os.WriteFile(patch, []byte(diff.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(stdin string, arg string) string {
+		var out, errb bytes.Buffer
+		s := &IOStreams{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(string) string { return "" }}
+		if code := run([]string{"apply", "--check", "-C", ws, arg}, s); code != 0 {
+			t.Fatalf("apply --check %s: exit %d\n%s", arg, code, errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	fromFile := check("", patch)
+	fromStdin := check(diff.String(), "-")
+	if fromFile != fromStdin {
+		t.Errorf("the report from a file differs from stdin's:\n%s", cmp.Diff(fromStdin, fromFile))
+	}
+	if n := strings.Count(fromFile, " applies at line "); n != hunks {
+		t.Errorf("%d hunks reported as applying, want %d", n, hunks)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in the temporary folder: %v", ents)
+	}
+}

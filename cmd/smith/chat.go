@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,6 +105,10 @@ type chatSession struct {
 }
 
 func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Settings, args []string) error {
+	// Asking smith's context whether it has ended installs its SIGINT and
+	// SIGTERM handler (signalctx.go), as every start did before that was
+	// lazy; the context is detached below, so nothing else would.
+	_ = ctx.Err()
 	// SIGINT is handled per turn (cancel, then exit); outside a turn it
 	// keeps its default meaning.
 	signal.Reset(os.Interrupt)
@@ -144,10 +149,16 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	fmt.Fprintln(s.Err, "smith chat — workspace "+set.Workspace+", "+via+". Ctrl-D leaves.")
 	var last error
 	for {
-		line, err := cs.input.ReadLine("smith> ")
+		// SIGTERM would otherwise only cancel smith's context, which this
+		// loop detached from: at the prompt it ends the session (143).
+		// SIGINT keeps its default meaning here, and a typed Ctrl-C is EOF.
+		line, err := cs.readLineUntil("smith> ", syscall.SIGTERM)
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintln(s.Err)
 			return last
+		}
+		if _, ok := err.(*signalError); ok {
+			return &ExitError{Code: ExitTerminated, Silent: true}
 		}
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 // use rather than at program start: the handler is installed when something
 // first waits on the context (Done), asks whether it has ended (Err) or
 // derives a context from it (which calls Done). Installing it starts the
-// runtime's signal thread and the os/signal loop, which cost ~13 % of the
+// runtime's signal thread and the os/signal loop, which cost 13-18 % of the
 // CPU of a command that never waits on its context, such as smith version,
 // smith --help or smith config (docs/benchmarks.md, "Start-up (target 4)").
 // Until then SIGINT and SIGTERM end the process as in any program: nothing
