@@ -308,6 +308,10 @@ type patchIDsApplier interface {
 	ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error)
 }
 
+// The engine in this process takes the short way (a rename of the method
+// must not silently lose it).
+var _ patchIDsApplier = (*localBackend)(nil)
+
 // openWorkspaceEngine opens the engine of workspace ws with its settings:
 // the one a smith serve holds, or one in this process. Opening it settles
 // what a killed write left in its journal.
