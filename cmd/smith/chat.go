@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -148,10 +149,16 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	fmt.Fprintln(s.Err, "smith chat — workspace "+set.Workspace+", "+via+". Ctrl-D leaves.")
 	var last error
 	for {
-		line, err := cs.input.ReadLine("smith> ")
+		// SIGTERM would otherwise only cancel smith's context, which this
+		// loop detached from: at the prompt it ends the session (143).
+		// SIGINT keeps its default meaning here, and a typed Ctrl-C is EOF.
+		line, err := cs.readLineUntil("smith> ", syscall.SIGTERM)
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintln(s.Err)
 			return last
+		}
+		if _, ok := err.(*signalError); ok {
+			return &ExitError{Code: ExitTerminated, Silent: true}
 		}
 		if err != nil {
 			return err

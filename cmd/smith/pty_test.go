@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol/upstream"
@@ -161,6 +162,45 @@ func TestHunkPromptEndsOnSignal(t *testing.T) {
 			}
 			screen.waitFor(t, "smith changes apply c1", 1) // how to act on the pending change
 		})
+	}
+}
+
+// TestChatPromptEndsOnSIGTERM: SIGTERM sent with kill while smith chat
+// waits at its "smith> " prompt ends the session at once, exit status 143,
+// with the terminal back in its normal mode (the prompt reads in raw mode).
+func TestChatPromptEndsOnSIGTERM(t *testing.T) {
+	smith, err := exec.LookPath("smith")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	url := calcUpstream(t, ws)
+	cmd := exec.Command(smith, "chat", "--upstream", url)
+	cmd.Dir = ws
+	tty, screen, _ := startOnPTY(t, cmd)
+	screen.waitFor(t, "smith> ", 1)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("smith chat still waits at its prompt 10 s after SIGTERM:\n%s", screen.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("smith chat after SIGTERM at its prompt: %v, want exit status 143\n%s", err, screen.String())
+	}
+	// The master side reads the terminal's one set of modes.
+	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&(unix.ICANON|unix.ECHO) != unix.ICANON|unix.ECHO {
+		t.Errorf("the terminal was left in raw mode (lflag %#x)", tio.Lflag)
 	}
 }
 

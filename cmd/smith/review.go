@@ -233,9 +233,20 @@ func (e *signalError) Error() string { return "interrupted by " + e.sig.String()
 // Ctrl-C the terminal turned into a signal) ends the wait at once, with
 // the terminal restored.
 func (cs *chatSession) readAnswer(prompt string) (string, error) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	line, err := cs.readLineUntil(prompt, os.Interrupt, syscall.SIGTERM)
+	if errors.Is(err, errCtrlC) {
+		return "", &signalError{sig: os.Interrupt}
+	}
+	return line, err
+}
+
+// readLineUntil reads one line; any of sigs arriving meanwhile ends the
+// wait at once with a *signalError, the terminal restored. The reader is
+// abandoned, still blocked on the input: callers end the command then.
+func (cs *chatSession) readLineUntil(prompt string, sigs ...os.Signal) (string, error) {
+	arrived := make(chan os.Signal, 1)
+	signal.Notify(arrived, sigs...)
+	defer signal.Stop(arrived)
 	type answer struct {
 		line string
 		err  error
@@ -247,12 +258,8 @@ func (cs *chatSession) readAnswer(prompt string) (string, error) {
 	}()
 	select {
 	case a := <-got:
-		if errors.Is(a.err, errCtrlC) {
-			return "", &signalError{sig: os.Interrupt}
-		}
 		return a.line, a.err
-	case sig := <-sigs:
-		// The reader stays blocked on the input; the command ends now.
+	case sig := <-arrived:
 		if t, ok := cs.input.(*ttyInput); ok {
 			t.restore()
 		}

@@ -11,6 +11,7 @@ import { ErrorCodes, type Change, type Dialog, type Hunk, type Status } from './
 import { advise, type Action } from './errors';
 import { chatHtml, nonce } from './chatHtml';
 import { findSmith, INSTALL_COMMAND } from './findSmith';
+import { TranscriptSync, type Transcript } from './transcript';
 
 const RESULT_SCHEME = 'smith-result';
 
@@ -242,6 +243,11 @@ class SmithExtension {
   // ---- chat ----
 
   /** The chat view's state: the transcript, dialogs and the context that would be sent. */
+  /** The transcript the chat view shows, when smith runs. */
+  transcript(): Transcript | undefined {
+    return this.session?.transcript;
+  }
+
   viewState(): object {
     const t = this.session?.transcript.state ?? { messages: [], busy: false };
     return { transcript: t, dialogs: this.dialogs, currentDialog: t.dialogId ?? this.status?.currentDialog, context: this.contextLabel() };
@@ -590,6 +596,8 @@ function changeIdOf(arg: unknown): string | undefined {
 class ChatView implements vscode.WebviewViewProvider {
   private view: vscode.WebviewView | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** What the view holds of the transcript; reset by every whole-state post. */
+  private readonly sync = new TranscriptSync();
 
   constructor(private readonly root: vscode.Uri, private readonly ext: SmithExtension) {}
 
@@ -625,12 +633,27 @@ class ChatView implements vscode.WebviewViewProvider {
   /** Sends the whole state now. */
   post(): void {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-    void this.view?.webview.postMessage({ type: 'state', state: this.ext.viewState() });
+    if (!this.view) return;
+    const t = this.ext.transcript();
+    if (t) this.sync.full(t);
+    void this.view.webview.postMessage({ type: 'state', state: this.ext.viewState() });
   }
 
-  /** Sends the state soon: a burst of streamed deltas becomes one message. */
+  /**
+   * Sends what changed soon: a burst of streamed deltas becomes one message, and it carries
+   * only what the view does not have yet (TranscriptSync), not the whole transcript again.
+   */
   postSoon(): void {
-    if (!this.timer) this.timer = setTimeout(() => this.post(), 40);
+    if (!this.timer) this.timer = setTimeout(() => this.flush(), 40);
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    const t = this.ext.transcript();
+    const patch = this.view && t ? this.sync.patch(t) : undefined;
+    if (!patch) return this.post();
+    const s = this.ext.viewState() as { context?: string; currentDialog?: string };
+    void this.view!.webview.postMessage({ type: 'patch', patch, context: s.context, currentDialog: s.currentDialog });
   }
 
   focusInput(): void {

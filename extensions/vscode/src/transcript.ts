@@ -57,24 +57,40 @@ export function toolDetail(args: unknown): string | undefined {
 
 export class Transcript {
   state: TranscriptState = { messages: [], busy: false };
+  /** The first message changed since takeChanged last ran (Infinity: none). */
+  private changed = Infinity;
 
   reset(dialogId?: string): void {
     this.state = { dialogId, messages: [], busy: false };
+    this.changed = Infinity;
+  }
+
+  /** The index of the first message changed since the last call; what TranscriptSync sends. */
+  takeChanged(): number {
+    const c = this.changed;
+    this.changed = Infinity;
+    return c;
   }
 
   /** The user's message and an empty answer that the turn's events fill. */
   begin(text: string, context?: string): void {
     const user = message('user', text);
     if (context) user.context = context;
+    this.changed = Math.min(this.changed, this.state.messages.length);
     this.state.messages.push(user, message('assistant'));
     this.state.busy = true;
   }
 
   private current(): Message {
-    const last = this.state.messages[this.state.messages.length - 1];
-    if (last && last.role === 'assistant') return last;
+    const ms = this.state.messages;
+    const last = ms[ms.length - 1];
+    if (last && last.role === 'assistant') {
+      this.changed = Math.min(this.changed, ms.length - 1);
+      return last;
+    }
     const m = message('assistant');
-    this.state.messages.push(m);
+    this.changed = Math.min(this.changed, ms.length);
+    ms.push(m);
     return m;
   }
 
@@ -176,4 +192,82 @@ export class Transcript {
       this.state.messages.pop();
     }
   }
+}
+
+/**
+ * What changed in a transcript since the chat view was last sent it: while a turn streams, the
+ * answer's new text, and whole only the messages that changed otherwise (a tool line, a
+ * citation, the end). Sending the whole transcript every few milliseconds cost time in
+ * proportion to the dialog's length on both sides; this costs what arrived.
+ */
+export interface TranscriptPatch {
+  dialogId?: string;
+  busy: boolean;
+  /** How many messages the transcript has. */
+  length: number;
+  /** Messages sent whole: new ones, and ones that changed other than by text growing. */
+  set: Array<{ index: number; message: Message }>;
+  /** Text and reasoning appended to messages the view has. */
+  append: Array<{ index: number; text: string; reasoning: string }>;
+}
+
+interface Sent { text: number; reasoning: number; rest: string }
+
+function sent(m: Message): Sent {
+  return { text: m.text.length, reasoning: m.reasoning.length, rest: JSON.stringify({ ...m, text: undefined, reasoning: undefined }) };
+}
+
+/** Keeps track of what a view holds of a transcript, so that it is sent only what changed. */
+export class TranscriptSync {
+  private state: TranscriptState | undefined;
+  private sent: Sent[] = [];
+
+  /** Records that the view was sent t's whole state. */
+  full(t: Transcript): void {
+    t.takeChanged();
+    this.state = t.state;
+    this.sent = t.state.messages.map(sent);
+  }
+
+  /**
+   * What changed in t since the last full or patch, or undefined when the view needs the whole
+   * state: another transcript, another dialog, a history loaded.
+   */
+  patch(t: Transcript): TranscriptPatch | undefined {
+    const ms = t.state.messages;
+    if (t.state !== this.state || ms.length < this.sent.length) return undefined;
+    const p: TranscriptPatch = { dialogId: t.state.dialogId, busy: t.state.busy, length: ms.length, set: [], append: [] };
+    for (let i = Math.min(t.takeChanged(), this.sent.length); i < ms.length; i++) {
+      const m = ms[i];
+      const now = sent(m);
+      const was = this.sent[i];
+      if (!was || was.rest !== now.rest || now.text < was.text || now.reasoning < was.reasoning) {
+        p.set.push({ index: i, message: structuredClone(m) });
+      } else if (now.text > was.text || now.reasoning > was.reasoning) {
+        p.append.push({ index: i, text: m.text.slice(was.text), reasoning: m.reasoning.slice(was.reasoning) });
+      }
+      this.sent[i] = now;
+    }
+    return p;
+  }
+}
+
+/** Applies a patch to the transcript a view holds; returns the indexes of the messages it changed. */
+export function applyPatch(state: TranscriptState, p: TranscriptPatch): number[] {
+  state.dialogId = p.dialogId;
+  state.busy = p.busy;
+  state.messages.length = Math.min(state.messages.length, p.length);
+  const changed = new Set<number>();
+  for (const { index, message } of p.set) {
+    state.messages[index] = message;
+    changed.add(index);
+  }
+  for (const a of p.append) {
+    const m = state.messages[a.index];
+    if (!m) continue;
+    m.text += a.text;
+    m.reasoning += a.reasoning;
+    changed.add(a.index);
+  }
+  return [...changed].sort((a, b) => a - b);
 }

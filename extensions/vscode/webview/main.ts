@@ -1,9 +1,11 @@
 // The chat view's script: renders the transcript the extension host sends and reports what the
 // user does. It holds no logic of its own beyond rendering; state survives hiding through
-// vscode.setState, and the host sends the whole state again when the view comes back.
+// vscode.setState, and the host sends the whole state again when the view comes back. While a
+// turn streams the host sends patches (what changed), and only the messages they name are
+// rendered again.
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
-import type { Message, TranscriptState } from '../src/transcript';
+import { applyPatch, type Message, type TranscriptPatch, type TranscriptState } from '../src/transcript';
 import type { Dialog } from '../src/protocol';
 
 interface VsCodeApi {
@@ -108,13 +110,55 @@ function dialogLabel(d: Partial<Dialog>): string {
   return d.id ? `dialog ${d.id.slice(0, 8)}` : 'new dialog';
 }
 
+/** The rendered messages, one element per message of state.transcript. */
+let rendered: HTMLElement[] = [];
+
 function render(): void {
   const t = state.transcript;
   const atBottom = messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 40;
-  messagesEl.replaceChildren(...t.messages.map(renderMessage));
+  rendered = t.messages.map(renderMessage);
+  messagesEl.replaceChildren(...rendered);
   if (t.messages.length === 0) messagesEl.appendChild(el('div', 'empty', 'Ask about this workspace, or ask for a change: it waits in Changes for your review.'));
   if (atBottom) messagesEl.scrollTop = messagesEl.scrollHeight;
+  renderChrome();
+  vscode.setState({ ...state, draft: input.value });
+}
 
+/**
+ * Applies what changed while a turn streams: only the messages it names are rendered again,
+ * the others keep their elements (and whatever the user opened or selected in them).
+ */
+function renderPatch(p: TranscriptPatch): void {
+  const t = state.transcript;
+  const atBottom = messagesEl.scrollHeight - messagesEl.scrollTop - messagesEl.clientHeight < 40;
+  const changed = applyPatch(t, p);
+  for (const e of rendered.splice(t.messages.length)) e.remove();
+  if (t.messages.length > 0) messagesEl.querySelector(':scope > .empty')?.remove();
+  for (const i of changed) {
+    const e = renderMessage(t.messages[i]);
+    if (rendered[i]) rendered[i].replaceWith(e);
+    else messagesEl.appendChild(e);
+    rendered[i] = e;
+  }
+  if (atBottom) messagesEl.scrollTop = messagesEl.scrollHeight;
+  renderChrome();
+  saveSoon();
+}
+
+let saveTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** Saves the state for when the view comes back, at most a few times a second while a turn streams. */
+function saveSoon(): void {
+  if (saveTimer) return;
+  saveTimer = setTimeout(() => {
+    saveTimer = undefined;
+    vscode.setState({ ...state, draft: input.value });
+  }, 200);
+}
+
+/** The parts around the messages: the dialog picker, the busy state, the context chip. */
+function renderChrome(): void {
+  const t = state.transcript;
   select.replaceChildren();
   const dialogs = state.dialogs.length ? state.dialogs : [{ id: '', title: 'new dialog' }];
   for (const d of dialogs) {
@@ -131,7 +175,6 @@ function render(): void {
   chip.textContent = state.context ? `@${state.context}` : 'no file open';
   toggle.checked = state.includeContext !== false;
   toggle.disabled = !state.context;
-  vscode.setState({ ...state, draft: input.value });
 }
 
 function send(): void {
@@ -174,6 +217,9 @@ window.addEventListener('message', (e: MessageEvent) => {
   if (msg?.type === 'state') {
     state = { ...state, ...msg.state };
     render();
+  } else if (msg?.type === 'patch') {
+    state = { ...state, context: msg.context, currentDialog: msg.currentDialog };
+    renderPatch(msg.patch as TranscriptPatch);
   } else if (msg?.type === 'prefill') {
     input.value = msg.text;
     input.focus();

@@ -2,7 +2,7 @@
 // view shows them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Transcript, toolDetail } from '../../src/transcript';
+import { Transcript, TranscriptSync, applyPatch, toolDetail } from '../../src/transcript';
 import { advise } from '../../src/errors';
 import type { EventParams, Event } from '../../src/protocol';
 
@@ -82,4 +82,56 @@ test('advice: each error a user can act on gets its buttons', () => {
   const other = advise('preview c1', new Error('boom'));
   assert.equal(other.message, 'smith: preview c1 failed: boom');
   assert.deepEqual(other.actions, ['Show output']);
+});
+
+test('while a turn streams, the view is sent what changed, not the whole transcript', () => {
+  const t = new Transcript();
+  // A long dialog already in the view.
+  for (let i = 0; i < 200; i++) {
+    t.begin(`question ${i}`);
+    t.apply(ev({ type: 'text', text: `answer ${i} `.repeat(20) }));
+    t.apply(ev({ type: 'turnEnd', turnEnd: { outcome: 'completed' } }));
+  }
+  const sync = new TranscriptSync();
+  sync.full(t);
+  const view = structuredClone(t.state);
+  const wholeSize = JSON.stringify(t.state).length;
+
+  t.begin('rename total', 'main.go');
+  const sizes: number[] = [];
+  const send = () => {
+    const p = sync.patch(t);
+    assert.ok(p, 'a turn in the same transcript is sent as a patch');
+    sizes.push(JSON.stringify(p).length);
+    applyPatch(view, p);
+    assert.deepEqual(view, t.state, 'the view holds what the host holds');
+  };
+  send();
+  t.apply(ev({ type: 'reasoning', text: 'Read it ' }));
+  t.apply(ev({ type: 'reasoning', text: 'first.' }));
+  send();
+  t.apply(ev({ type: 'toolCall', toolCall: { id: 'x1', name: 'read_file', args: { path: 'main.go' } } }));
+  send();
+  t.apply(ev({ type: 'toolResult', toolResult: { id: 'x1', name: 'read_file' } }));
+  for (let i = 0; i < 50; i++) {
+    t.apply(ev({ type: 'text', text: `word${i} ` }));
+    if (i % 5 === 0) send();
+  }
+  const p = sync.patch(t)!;
+  assert.deepEqual(p.set, [], 'only text arrived: nothing is sent whole');
+  assert.deepEqual(p.append.map((a) => a.index), [401]);
+  assert.equal(p.append[0].text, 'word46 word47 word48 word49 ');
+  applyPatch(view, p);
+  t.apply(ev({ type: 'turnEnd', turnEnd: { outcome: 'completed' } }));
+  send();
+  assert.equal(t.state.busy, false);
+  assert.ok(Math.max(...sizes) < 1000, `each update is small (${Math.max(...sizes)} bytes), the transcript is ${wholeSize}`);
+  assert.ok(wholeSize > 50 * Math.max(...sizes));
+
+  // Another dialog, a history, a new transcript: the view gets it whole.
+  t.reset('d2');
+  assert.equal(sync.patch(t), undefined);
+  sync.full(t);
+  assert.ok(sync.patch(t));
+  assert.equal(sync.patch(new Transcript()), undefined);
 });

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { chatHtml } from '../../src/chatHtml';
 import { startServe, startUpstream, workspace } from '../shared/smith';
+import { TranscriptSync } from '../../src/transcript';
 
 const root = path.resolve(__dirname, '../../..');
 const shots = process.env.SMITH_SCREENSHOTS || fs.mkdtempSync(path.join(os.tmpdir(), 'smith-webview-'));
@@ -89,16 +90,28 @@ test('the chat view renders a streamed answer, sends with Enter, and comes back 
     assert.deepEqual(sent, { type: 'send', text: 'rename total\nto subtotal in main.go', includeContext: true });
     assert.equal(await page.locator('#input').inputValue(), '');
 
-    // The real turn: every transcript update goes to the page, as the extension host sends it.
+    // The real turn: every transcript update goes to the page as the extension host sends it:
+    // the whole state once, then only what changed (TranscriptSync).
     const s = serve.session;
+    const sync = new TranscriptSync();
     let frames = 0;
+    let wholes = 0;
     let sawPartial = false;
     const pushes: Promise<unknown>[] = [];
     s.onTranscript.on(() => {
       frames++;
-      pushes.push(send({ transcript: s.transcript.state, dialogs: [], context: 'main.go' }).then(async () => {
+      const patch = sync.patch(s.transcript);
+      let msg: unknown = { type: 'patch', patch, context: 'main.go' };
+      if (!patch) {
+        sync.full(s.transcript);
+        wholes++;
+        msg = { type: 'state', state: { transcript: structuredClone(s.transcript.state), dialogs: [], context: 'main.go' } };
+      }
+      pushes.push(page.evaluate((m) => window.postMessage(m, '*'), msg).then(async () => {
         if (s.transcript.state.busy && !sawPartial) {
           sawPartial = (await page.locator('#busy').isVisible()) && (await page.locator('#stop').isEnabled());
+          // The question's element, to see below that the answer's updates left it alone.
+          await page.evaluate(() => { (document.querySelector('.message.user') as unknown as { __kept: boolean }).__kept = true; });
         }
       }));
     });
@@ -106,7 +119,14 @@ test('the chat view renders a streamed answer, sends with Enter, and comes back 
     await Promise.all(pushes);
     assert.equal(res.outcome, 'completed');
     assert.ok(frames > 5, `the answer arrived in many updates (${frames})`);
+    assert.equal(wholes, 1, 'the whole transcript was sent once, then only what changed');
     assert.ok(sawPartial, 'while the turn ran, the busy indicator showed and Stop was enabled');
+    assert.equal(await page.evaluate(() => (document.querySelector('.message.user') as unknown as { __kept?: boolean }).__kept), true,
+      'the question was not rendered again for each part of the answer');
+    // What the patches built is what the whole state renders.
+    const patched = await page.locator('#messages').innerHTML();
+    await send({ transcript: s.transcript.state, dialogs: [], context: 'main.go' });
+    assert.equal(await page.locator('#messages').innerHTML(), patched);
     await page.locator('#busy').waitFor({ state: 'hidden' });
     assert.equal(await page.locator('#stop').isDisabled(), true);
 
