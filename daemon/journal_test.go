@@ -315,3 +315,27 @@ func TestPackReusesLooseBlobs(t *testing.T) {
 		}
 	}
 }
+
+// TestPackRangeOutsideThePackIsAnError: a reference whose range the pack
+// does not hold (a damaged state file) is refused, not read or allocated.
+func TestPackRangeOutsideThePackIsAnError(t *testing.T) {
+	t.Parallel()
+	s := store{dir: t.TempDir()}
+	bs := s.newBlobStage()
+	ref, err := bs.put([]byte("some bytes\n"), true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []blobRef{
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: 0, Len: 1 << 40},
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: -1, Len: 3},
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: 2, Len: -1},
+	} {
+		if _, err := s.getBlob(bad); err == nil || !strings.Contains(err.Error(), "not in") {
+			t.Errorf("getBlob(%+v): %v, want an error naming the range", bad, err)
+		}
+	}
+}
