@@ -275,3 +275,67 @@ func TestHashStringIsHashBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPackReusesLooseBlobs: bytes an older smith stored as a loose blob
+// (blobs/xx/<sha256>) are not packed again; the reference names the loose
+// blob, and it reads back.
+func TestPackReusesLooseBlobs(t *testing.T) {
+	t.Parallel()
+	s := store{dir: t.TempDir()}
+	old, fresh := []byte("bytes an older smith kept\n"), []byte("new bytes\n")
+	h := hashBytes(old)
+	if err := os.MkdirAll(filepath.Dir(s.blobPath(h)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.blobPath(h), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bs := s.newBlobStage()
+	refOld, err := bs.put(old, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refNew, err := bs.put(fresh, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.commit(); err != nil {
+		t.Fatal(err)
+	}
+	if refOld.Pack != "" || refNew.Pack == "" || refNew.Off != 0 || refNew.Len != int64(len(fresh)) {
+		t.Fatalf("references: loose %+v, new %+v", refOld, refNew)
+	}
+	for _, c := range []struct {
+		ref  blobRef
+		want []byte
+	}{{refOld, old}, {refNew, fresh}} {
+		got, err := s.getBlob(c.ref)
+		if err != nil || string(got) != string(c.want) {
+			t.Errorf("getBlob(%+v) = %q, %v; want %q", c.ref, got, err, c.want)
+		}
+	}
+}
+
+// TestPackRangeOutsideThePackIsAnError: a reference whose range the pack
+// does not hold (a damaged state file) is refused, not read or allocated.
+func TestPackRangeOutsideThePackIsAnError(t *testing.T) {
+	t.Parallel()
+	s := store{dir: t.TempDir()}
+	bs := s.newBlobStage()
+	ref, err := bs.put([]byte("some bytes\n"), true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []blobRef{
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: 0, Len: 1 << 40},
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: -1, Len: 3},
+		{Exists: true, Hash: ref.Hash, Pack: ref.Pack, Off: 2, Len: -1},
+	} {
+		if _, err := s.getBlob(bad); err == nil || !strings.Contains(err.Error(), "not in") {
+			t.Errorf("getBlob(%+v): %v, want an error naming the range", bad, err)
+		}
+	}
+}

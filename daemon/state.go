@@ -495,13 +495,21 @@ func (s store) getBlob(r blobRef) ([]byte, error) {
 	return b, nil
 }
 
-// readRange reads n bytes at off of the file at p.
+// readRange reads n bytes at off of the file at p; a range the file does
+// not hold (a damaged state file) is an error, not a huge allocation.
 func readRange(p string, off, n int64) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off+n > fi.Size() {
+		return nil, fmt.Errorf("bytes %d to %d are not in %s (%d bytes)", off, off+n, filepath.Base(p), fi.Size())
+	}
 	b := make([]byte, n)
 	if _, err := f.ReadAt(b, off); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 type agentsmithyAdapter struct {
 	lastCall *asToolCall // the latest v1/v2 tool_call, for file_edit without diff
 	errored  bool        // a v1/v2 error was seen: only done may follow
+	fastSaw  bool        // fast has recorded v1 (once is enough: saw only raises)
 }
 
 type asToolCall struct {
@@ -149,7 +150,10 @@ func (a *agentsmithyAdapter) fast(t *Turn, data string) bool {
 		}
 		text = unquote(q)
 	}
-	a.saw(t, "v1")
+	if !a.fastSaw {
+		a.saw(t, "v1")
+		a.fastSaw = true
+	}
 	t.out(Event{Type: kind, Text: text})
 	return true
 }

@@ -60,7 +60,8 @@ type StreamOptions struct {
 	MaxText int
 	// Sequential reads, frames and maps the body on the calling goroutine,
 	// with no goroutine of its own and no idle timeout (IdleTimeout is
-	// ignored; a cancelled ctx is seen between reads). For a body whose
+	// ignored; a cancelled ctx is seen before each read that follows a
+	// blank line, so a Read that blocks is waited for). For a body whose
 	// reads do not block — a file, memory — and whose consumer is the
 	// bound, like `smith replay`: handing segments to other goroutines
 	// buys no time there and costs CPU (hand-overs, cache misses on the
@@ -118,7 +119,8 @@ type ChangeSummary struct {
 // own while the calling goroutine maps the earlier ones (all cores on a
 // fast stream; see watchedStream). If ReadTurn returns while that
 // goroutine is blocked in Read (cancel, idle timeout), it exits when the
-// caller closes body — closing an http.Response body unblocks it.
+// caller closes body — closing an http.Response body unblocks it. With
+// opts.Sequential the calling goroutine does all of it, one run at a time.
 func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func(Event)) *Summary {
 	t := NewTurn(opts)
 	idle := opts.IdleTimeout

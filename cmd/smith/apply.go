@@ -293,17 +293,24 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		return false, nil
 	}
 	defer b.Close()
-	// The report is smith apply's own: an engine in this process need not
-	// present the changes it applied (plan them again) to return them.
-	if q, ok := b.(interface {
-		ApplyPatchIDs(context.Context, string, []protocol.Change) ([]string, error)
-	}); ok {
+	if q, ok := b.(patchIDsApplier); ok {
 		_, err = q.ApplyPatchIDs(ctx, "", chs)
 	} else {
 		_, err = b.ApplyPatch(ctx, "", chs)
 	}
 	return true, err
 }
+
+// patchIDsApplier is an engine in this process (*daemon.Engine): the
+// report is smith apply's own, so the engine need not present the
+// changes it applied (plan each again) to return them.
+type patchIDsApplier interface {
+	ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error)
+}
+
+// The engine in this process takes the short way (a rename of the method
+// must not silently lose it).
+var _ patchIDsApplier = (*localBackend)(nil)
 
 // openWorkspaceEngine opens the engine of workspace ws with its settings:
 // the one a smith serve holds, or one in this process. Opening it settles

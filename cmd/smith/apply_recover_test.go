@@ -33,10 +33,12 @@ func straceOrSkip(t *testing.T) string {
 }
 
 // TestApplyKilledAtEachStepRecovers is issue 16's reproduction: strace
-// kills `smith apply` of 50 one-line changes at its Nth unlink or rename
-// (the journal's removal used to tear a finished apply); `smith apply
-// --recover` must then leave all files old or all new, exit 0, and a
-// second --recover and an unrelated apply must not be blocked.
+// kills `smith apply` of 50 one-line changes at its Nth unlink, rename or
+// fsync (the journal's removal used to tear a finished apply); `smith
+// apply --recover` must then leave all files old or all new, exit 0, an
+// apply that happened must be taken back by smith undo (its bytes before
+// were journalled first), and a second --recover and an unrelated apply
+// must not be blocked.
 func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 	strace := straceOrSkip(t)
 	smith, err := exec.LookPath("smith") // the test binary as smith (TestMain)
@@ -54,6 +56,12 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 	}
 	for _, when := range []int{1, 25, 51, 53} {
 		kills = append(kills, kill{"renameat,renameat2,rename", when})
+	}
+	// The engine's journal: the pack of bytes before (fsync 1), the
+	// write-ahead state (3), the temp files (5), the state that the write
+	// happened (the last ones).
+	for _, when := range []int{1, 3, 5, 60} {
+		kills = append(kills, kill{"fsync", when})
 	}
 	for _, k := range kills {
 		calls, when := k.calls, k.when
@@ -102,6 +110,18 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 			}
 			if newN != 0 && oldN != 0 {
 				t.Errorf("after --recover %d files are new and %d old: the apply was torn", newN, oldN)
+			}
+			t.Logf("after --recover: %d files new, %d old", newN, oldN)
+			if newN == files {
+				// The apply happened: its journal must take it back.
+				if out, err := run(smith, "undo"); err != nil {
+					t.Fatalf("undo of the recovered apply: %v\n%s", err, out)
+				}
+				for i := 1; i <= files; i++ {
+					if b, _ := os.ReadFile(filepath.Join(ws, fmt.Sprintf("f%d.txt", i))); string(b) != fmt.Sprintf("old %d\n", i) {
+						t.Fatalf("after undo f%d.txt holds %q", i, b)
+					}
+				}
 			}
 			if err := os.WriteFile(filepath.Join(ws, "other.txt"), []byte("x\n"), 0o644); err != nil {
 				t.Fatal(err)
