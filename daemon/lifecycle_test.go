@@ -239,3 +239,23 @@ func TestUndoOfAPartialApplyReopensTheChange(t *testing.T) {
 		t.Fatalf("after the second undo: %s; want %s", got, want)
 	}
 }
+
+// TestUnusableStateDirSaysWhatToDo: a state folder that cannot be made (its
+// root is a file) is refused by New with a message that names the path and
+// the setting to change: an editor shows it as it is.
+func TestUnusableStateDirSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Config{Workspace: t.TempDir(), StateDir: file, NoWatch: true})
+	if err == nil {
+		t.Fatal("New with a file as its state folder: no error")
+	}
+	for _, want := range []string{file, "not a directory", "--state-dir", "a directory smith can create and write"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

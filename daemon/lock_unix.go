@@ -18,7 +18,7 @@ import (
 // the file names the holder's pid for the error message.
 func lockState(dir string) (release func() error, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+		return nil, stateDirError(dir, err)
 	}
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

@@ -303,7 +303,7 @@ var errNullState = errors.New("the state file holds null")
 
 func (s store) load(ws workspace) (*persisted, error) {
 	if err := os.MkdirAll(filepath.Join(s.dir, "blobs"), 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", s.dir, err)
+		return nil, stateDirError(s.dir, err)
 	}
 	b, err := os.ReadFile(s.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
