@@ -153,6 +153,14 @@ func openPatch(s *IOStreams, args []string) (*patchText, error) {
 	return &patchText{name: name, data: b}, nil
 }
 
+// len is the diff's size in bytes.
+func (pt *patchText) len() int64 {
+	if pt.r == nil {
+		return int64(len(pt.data))
+	}
+	return pt.size
+}
+
 // bytes returns the whole diff.
 func (pt *patchText) bytes() ([]byte, error) {
 	if pt.r == nil {
