@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -336,6 +337,43 @@ func TestPackRangeOutsideThePackIsAnError(t *testing.T) {
 	} {
 		if _, err := s.getBlob(bad); err == nil || !strings.Contains(err.Error(), "not in") {
 			t.Errorf("getBlob(%+v): %v, want an error naming the range", bad, err)
+		}
+	}
+}
+
+// TestKeptPlanRendersAsTheApplyWould: the text a kept plan holds for its
+// pending hunks is, byte for byte, what rendering them would give, with
+// every hunk matching, with one hunk moved (offset) and with one that no
+// longer matches (a conflict, left out).
+func TestKeptPlanRendersAsTheApplyWould(t *testing.T) {
+	t.Parallel()
+	base := bigFile("a.txt", 200)
+	next := editEvery(base, "x", 40)
+	diff := unifiedDiff("a.txt", []byte(base), []byte(next))
+	lines := strings.SplitAfter(base, "\n")
+	moved := strings.Join(append([]string{"new first line\n", "and a second\n"}, lines...), "")
+	broken := strings.Replace(base, "a.txt line 81:", "a.txt line 81 (edited):", 1)
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
+	for name, text := range map[string]string{"as planned": base, "moved": moved, "one hunk gone": broken} {
+		c := &changeRecord{Change: Change{ID: "c1", Path: "a.txt", Kind: protocol.ChangeModify, Hunks: []Hunk{}}, Abs: f.path("a.txt"), Diff: diff}
+		fp, err := f.e.planChange(c, []byte(text), true)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.Hunks = slices.Clone(fp.hunks)
+		k := keepPlan(c, fp, []byte(text), true)
+		if k == nil {
+			t.Fatalf("%s: nothing kept", name)
+		}
+		want, _, err := fp.render(k.ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(k.next) != string(want) {
+			t.Errorf("%s: the kept text differs from rendering hunks %v", name, k.ids)
+		}
+		if name == "one hunk gone" && len(k.ids) != len(fp.hunks)-1 {
+			t.Errorf("%s: kept hunks %v of %d, want all but one", name, k.ids, len(fp.hunks))
 		}
 	}
 }

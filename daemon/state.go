@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -207,12 +208,19 @@ func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan
 	if err != nil || len(ids) == 0 {
 		return nil
 	}
-	next, nextExists, err := fp.render(ids)
-	if err != nil {
-		return nil
-	}
-	if cap(next) > len(next)+len(next)/4 {
-		next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
+	var next []byte
+	nextExists := true
+	if f := fp.file; f.Op != diffapply.OpDelete && len(ids) == okHunks(f) {
+		// Every hunk that matched: the text the plan rendered already
+		// (Plan's After is Render(nil), and the pending hunks are those).
+		next = f.After
+	} else {
+		if next, nextExists, err = fp.render(ids); err != nil {
+			return nil
+		}
+		if cap(next) > len(next)+len(next)/4 {
+			next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
+		}
 	}
 	return &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
 }
@@ -386,6 +394,17 @@ func (bs *blobStage) add(p packPart, n int64, h string) blobRef {
 	}
 	bs.seen[h] = ref
 	return ref
+}
+
+// okHunks counts the hunks of f that matched.
+func okHunks(f *diffapply.File) int {
+	n := 0
+	for _, h := range f.Hunks {
+		if h.OK() {
+			n++
+		}
+	}
+	return n
 }
 
 // hashString is hashBytes of s, through a small buffer rather than a
