@@ -33,6 +33,18 @@ type fileWrite struct {
 	via        string // "editor" | "disk", set by writeBatch
 }
 
+// dropBefore lets go of the text w replaces once the journal holds it,
+// when the write goes to disk and the text's hash is known: the disk
+// commit guards the write by that hash (and reads the file itself), so a
+// patch of many large files does not keep every file's old text until
+// its one commit. An editor's write keeps it (the edit names it, and a
+// failed batch puts it back).
+func (w *fileWrite) dropBefore() {
+	if !w.tg.open && (w.tg.hash != "" || !w.tg.exists) {
+		w.tg.text = nil
+	}
+}
+
 func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) error {
 	// Group the open files by editor, keeping the order of first use.
 	var eds []Editor
@@ -361,6 +373,9 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	if err := e.saveUndos(bs, recs...); err != nil {
 		return nil, err
 	}
+	for _, w := range ws {
+		w.dropBefore()
+	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		e.failUndo(steps)
 		return nil, err
@@ -460,11 +475,18 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // (smith apply): it returns the recorded changes' ids, not their views, so
 // that the changes are not planned again just to present them. Attached
 // editors are still told.
+//
+// It takes chs: each entry is cleared once its change is recorded, so
+// that a large diff lives in the change's record only, which lets it go
+// once the journal has it (a 50 MB patch's diffs are held once, not until
+// the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
 	_, ids, err := e.applyPatch(ctx, dialogID, chs, false)
 	return ids, err
 }
 
+// applyPatch is ApplyPatch; without views it is ApplyPatchIDs, and clears
+// chs.
 func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
 	if len(chs) == 0 {
 		return nil, nil, errors.New("no change to apply")
@@ -488,13 +510,16 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 	}
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
-	for _, ch := range chs {
+	for i, ch := range chs {
 		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
 			giveUp()
 			return nil, nil, err
 		}
 		ids, recs = append(ids, c.ID), append(recs, c)
+		if !views {
+			chs[i] = protocol.Change{}
+		}
 	}
 	out, err := e.applyChanges(ctx, ids, views)
 	if err != nil {

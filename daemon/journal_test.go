@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -375,5 +376,134 @@ func TestKeptPlanRendersAsTheApplyWould(t *testing.T) {
 		if name == "one hunk gone" && len(k.ids) != len(fp.hunks)-1 {
 			t.Errorf("%s: kept hunks %v of %d, want all but one", name, k.ids, len(fp.hunks))
 		}
+	}
+}
+
+// TestKeptPlanIsTrimmed: the text a kept plan holds is no larger in memory
+// than it is: rendering sizes its buffer for the text before plus every
+// added line, twice the result for a diff that rewrites the whole file
+// (what go-udiff makes of a large file), and an apply keeps every file's
+// until it writes them all.
+func TestKeptPlanIsTrimmed(t *testing.T) {
+	t.Parallel()
+	base := bigFile("a.txt", 2000)
+	next := strings.ReplaceAll(base, "line", "LINE")
+	var b strings.Builder
+	n := strings.Count(base, "\n")
+	fmt.Fprintf(&b, "--- a/a.txt\n+++ b/a.txt\n@@ -1,%d +1,%d @@\n", n, n)
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(base, "\n"), "\n") {
+		b.WriteString("-" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(next, "\n"), "\n") {
+		b.WriteString("+" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
+	c := &changeRecord{Change: Change{ID: "c1", Path: "a.txt", Kind: protocol.ChangeModify, Hunks: []Hunk{}}, Abs: f.path("a.txt"), Diff: b.String()}
+	fp, err := f.e.planChange(c, []byte(base), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Hunks = slices.Clone(fp.hunks)
+	k := keepPlan(c, fp, []byte(base), true)
+	if k == nil {
+		t.Fatal("nothing kept")
+	}
+	if string(k.next) != next {
+		t.Fatalf("the kept text is not the rewritten file")
+	}
+	if c := cap(k.next); c > len(k.next)+len(k.next)/4 {
+		t.Errorf("the kept text of %d bytes holds %d bytes of memory", len(k.next), c)
+	}
+}
+
+// TestApplyPatchIDsHoldsEachDiffOnce: ApplyPatchIDs takes the caller's
+// changes (their entries are cleared once recorded), so that a large diff
+// lives only in its record, which lets go of it once the journal's pack
+// has it; the applied change still shows that diff, read back from the
+// pack, before and after a restart.
+func TestApplyPatchIDsHoldsEachDiffOnce(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "sub/b.txt"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	var chs []protocol.Change
+	diffs := map[string]string{}
+	for _, n := range names {
+		d := unifiedDiff(n, []byte(files[n]), []byte(editEvery(files[n], "x", 7)))
+		if len(d) < largeDiff {
+			t.Fatalf("the diff of %s is %d bytes, below largeDiff: the test needs a large one", n, len(d))
+		}
+		diffs[n] = d
+		chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: d})
+	}
+	ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chs {
+		if ch.Diff != "" || ch.Path != "" {
+			t.Errorf("change %d given to ApplyPatchIDs still holds its diff (%d bytes) after it returned", i, len(ch.Diff))
+		}
+	}
+	f.e.cs.mu.Lock()
+	for _, id := range ids {
+		c := f.e.cs.byID[id]
+		if c == nil {
+			t.Fatalf("no record of change %s", id)
+		}
+		if c.Diff != "" || c.DiffRef == nil || c.planned != nil {
+			t.Errorf("record of change %s after the apply: diff in memory %d bytes, reference %v, kept plan %v", id, len(c.Diff), c.DiffRef, c.planned != nil)
+		}
+	}
+	f.e.cs.mu.Unlock()
+	check := func(when string) {
+		t.Helper()
+		for _, v := range f.e.list(ChangeFilter{}) {
+			if v.Status != StatusApplied || v.Diff != diffs[v.Path] {
+				t.Errorf("%s: change %s of %s: status %s, diff of %d bytes, want the %d bytes given", when, v.ID, v.Path, v.Status, len(v.Diff), len(diffs[v.Path]))
+			}
+		}
+	}
+	check("after the apply")
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	check("after a restart")
+}
+
+// TestWriteWithoutTheTextBeforeIsGuarded: once the journal holds a
+// file's text before (commitApply lets go of it), the disk write is
+// guarded by its hash alone: a file changed since it was read is still a
+// conflict and left as it is, and an unchanged one is written.
+func TestWriteWithoutTheTextBeforeIsGuarded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": "one\n", "b.txt": "two\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	write := func(rel, before, after string) *fileWrite {
+		w := &fileWrite{abs: f.path(rel), rel: rel, tg: target{text: []byte(before), exists: true, hash: hashBytes([]byte(before))}, next: []byte(after), nextExists: true}
+		w.dropBefore()
+		if w.tg.text != nil {
+			t.Fatalf("%s: a disk write whose hash is known keeps its text before", rel)
+		}
+		return w
+	}
+	f.write("a.txt", "one, edited\n")
+	err := f.e.writeBatch(ctx, "test", []*fileWrite{write("a.txt", "one\n", "ONE\n"), write("b.txt", "two\n", "TWO\n")})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("writing over a file changed since it was read: %v, want ErrConflict", err)
+	}
+	if got := f.read("a.txt") + f.read("b.txt"); got != "one, edited\ntwo\n" {
+		t.Errorf("after the refused batch the files hold %q", got)
+	}
+	if err := f.e.writeBatch(ctx, "test", []*fileWrite{write("b.txt", "two\n", "TWO\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read("b.txt"); got != "TWO\n" {
+		t.Errorf("b.txt after the write: %q", got)
 	}
 }

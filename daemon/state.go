@@ -214,13 +214,15 @@ func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan
 		// Every hunk that matched: the text the plan rendered already
 		// (Plan's After is Render(nil), and the pending hunks are those).
 		next = f.After
-	} else {
-		if next, nextExists, err = fp.render(ids); err != nil {
-			return nil
-		}
-		if cap(next) > len(next)+len(next)/4 {
-			next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
-		}
+	} else if next, nextExists, err = fp.render(ids); err != nil {
+		return nil
+	}
+	if cap(next) > len(next)+len(next)/4 {
+		// Rendering sizes its buffer for the file before plus every added
+		// line: for a diff that rewrites most of the file (go-udiff's
+		// as-applied diff of a large file) twice what it holds, and the
+		// apply keeps every file's until it writes them all.
+		next = bytes.Clone(next)
 	}
 	return &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
 }

@@ -213,7 +213,14 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case writes:
 		diffOf := func(f *diffapply.File) string { return f.Diff(ids) }
 		if sa != nil {
-			diffOf = func(f *diffapply.File) string { return sa.diffs[f] }
+			// Handed over, not kept: the engine holds each diff until its
+			// journal has it (ApplyPatchIDs), and a 50 MB patch's diffs
+			// should not live twice.
+			diffOf = func(f *diffapply.File) string {
+				d := sa.diffs[f]
+				delete(sa.diffs, f)
+				return d
+			}
 		}
 		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
 		if !journalled && err == nil {
