@@ -190,7 +190,7 @@ type applyStep struct {
 // user sees. Nothing is written. A file changed since the plan re-validates
 // the change and is ErrConflict.
 func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
-	c, snap, err := e.cs.recordSnapshot(changeID)
+	c, snap, err := e.cs.applySnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +223,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	var fp *filePlan
 	var kept *keptPlan
 	fresh := func() (err error) {
+		snap.loadDiff() // applySnapshot left it out for the kept plan
 		fp, err = e.planChange(&snap, tg.text, tg.exists)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
@@ -485,6 +486,14 @@ func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []proto
 	return ids, err
 }
 
+// flushDiffsAt is how many bytes of diffs a patch records before it makes
+// them durable and lets its records go of them (flushDiffs): a patch
+// below it keeps them until the journal's one save, as the pack of that
+// save costs no fsync more; above it, a 50 MB patch does not hold every
+// diff (go-udiff's as-applied diff of a large file can be twice its
+// size) beside every file's text, for two fsyncs per 16 MiB.
+const flushDiffsAt = 16 << 20
+
 // applyPatch is ApplyPatch; without views it is ApplyPatchIDs, and clears
 // chs.
 func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
@@ -510,6 +519,7 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 	}
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
+	held := 0 // bytes of diffs recorded since the last flushDiffs
 	for i, ch := range chs {
 		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
@@ -517,6 +527,10 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 			return nil, nil, err
 		}
 		ids, recs = append(ids, c.ID), append(recs, c)
+		if held += len(ch.Diff); held >= e.flushDiffsAt {
+			e.cs.flushDiffs()
+			held = 0
+		}
 		if !views {
 			chs[i] = protocol.Change{}
 		}

@@ -507,3 +507,99 @@ func TestWriteWithoutTheTextBeforeIsGuarded(t *testing.T) {
 		t.Errorf("b.txt after the write: %q", got)
 	}
 }
+
+// TestLargePatchFlushesItsDiffsWhileRecording: a patch whose diffs pass
+// flushDiffsAt makes them durable in packs of their own while it records
+// its changes (here after every change), and the records let go of them:
+// the apply writes the same files, every change shows its diff after a
+// restart, undo restores every byte; and when the patch cannot be
+// applied, its rejected changes still show their diffs.
+func TestLargePatchFlushesItsDiffsWhileRecording(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "sub/b.txt", "sub/c.txt"}
+	orig := map[string]string{}
+	for _, n := range names {
+		orig[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	f.e.flushDiffsAt = 1
+	ctx := context.Background()
+	patch := func(tag string, broken string) ([]protocol.Change, map[string]string, map[string]string) {
+		var chs []protocol.Change
+		diffs, next := map[string]string{}, map[string]string{}
+		for _, n := range names {
+			before := f.read(n)
+			next[n] = editEvery(before, tag, 5)
+			if n == broken {
+				before = strings.Replace(before, "line 3:", "line three:", 1) // the diff no longer matches
+			}
+			diffs[n] = unifiedDiff(n, []byte(before), []byte(next[n]))
+			chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: diffs[n]})
+		}
+		return chs, diffs, next
+	}
+	shows := func(when string, ids []string, diffs map[string]string, status string) {
+		t.Helper()
+		for _, v := range f.e.list(ChangeFilter{}) {
+			if !slices.Contains(ids, v.ID) {
+				continue
+			}
+			if v.Status != status || v.Diff != diffs[v.Path] {
+				t.Errorf("%s: change %s of %s: status %s, diff of %d bytes, want %s and the %d bytes given", when, v.ID, v.Path, v.Status, len(v.Diff), status, len(diffs[v.Path]))
+			}
+		}
+	}
+
+	chs, diffs, next := patch("one", "")
+	ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if f.read(n) != next[n] {
+			t.Fatalf("%s after the apply is not the patched text", n)
+		}
+	}
+	if got := blobFiles(t, f.e.StateDir()); len(got) != len(names)+1 {
+		t.Errorf("blobs after an apply of %d files that flushes after each: %v, want a pack per diff and one of the texts before", len(names), got)
+	}
+	shows("after the apply", ids, diffs, StatusApplied)
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	f.e.flushDiffsAt = 1
+	shows("after a restart", ids, diffs, StatusApplied)
+	if _, err := f.e.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("%s after undo is not the original text", n)
+		}
+	}
+
+	chs, diffs, _ = patch("two", "sub/c.txt")
+	if _, err := f.e.ApplyPatchIDs(ctx, "", chs); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a patch with a file that does not match: %v, want ErrConflict", err)
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("%s was written by a patch that was not applied", n)
+		}
+	}
+	var rejected []string
+	for _, v := range f.e.list(ChangeFilter{}) {
+		if v.Status == StatusRejected {
+			rejected = append(rejected, v.ID)
+		}
+	}
+	if len(rejected) != len(names) {
+		t.Fatalf("changes rejected after the failed patch: %v, want %d", rejected, len(names))
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	shows("the failed patch after a restart", rejected, diffs, StatusRejected)
+}
