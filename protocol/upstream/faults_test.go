@@ -142,7 +142,12 @@ func TestFaultStallPauses(t *testing.T) {
 	if len(at) < 2 {
 		t.Fatalf("only %d events", len(at))
 	}
-	if gap := at[1].Sub(at[0]); gap < stall {
+	// The server sleeps the whole stall between the two writes, but the
+	// client can stamp the first event late (its read scheduled after a
+	// delay) and the second at once, which shortens the gap it sees by
+	// that delay: 299.6 ms for a 300 ms stall was seen under load. Half
+	// the stall still tells a paused stream from one that did not pause.
+	if gap := at[1].Sub(at[0]); gap < stall/2 {
 		t.Errorf("the second event came %v after the first; a stall of %v did not pause the stream", gap, stall)
 	}
 }
