@@ -212,12 +212,16 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	// The text the change was planned against, byte for byte, when its
 	// plan was kept (recordChange): no need to hash it again.
 	k := snap.planned
-	same := k != nil && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
-	if !same && contentHash(tg.text, tg.exists) != snap.BaseHash {
-		e.revalidate(changeID, tg.text, tg.exists)
-		now := e.view(changeID)
-		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
-		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+	same := k != nil && !k.hashOnly && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
+	if !same {
+		if contentHash(tg.text, tg.exists) != snap.BaseHash {
+			e.revalidate(changeID, tg.text, tg.exists)
+			now := e.view(changeID)
+			e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
+			return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+		}
+		// A plan kept without its text holds for the text of its hash.
+		same = k != nil && k.hashOnly && k.base == snap.BaseHash && k.exists == tg.exists
 	}
 	tg.hash = snap.BaseHash // what tg holds: checked just above
 	var fp *filePlan
@@ -232,7 +236,9 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	}
 	if same {
 		kept = k
-		tg.text = k.text // the same bytes: one copy of them lives on, not two
+		if !k.hashOnly {
+			tg.text = k.text // the same bytes: one copy of them lives on, not two
+		}
 		// Used once: the record lets go of it.
 		e.cs.mu.Lock()
 		c.planned = nil

@@ -603,3 +603,42 @@ func TestLargePatchFlushesItsDiffsWhileRecording(t *testing.T) {
 	f.e = f.open()
 	shows("the failed patch after a restart", rejected, diffs, StatusRejected)
 }
+
+// TestKeptPlanOfALargeFileHoldsItsHash: a change of a file of
+// keepTextBelow or more recorded for an apply keeps its plan without the
+// file's text, only its hash; the apply that follows writes the planned
+// text, and refuses, writing nothing, when the file changed in between.
+func TestKeptPlanOfALargeFileHoldsItsHash(t *testing.T) {
+	t.Parallel()
+	base := bigFile("a.txt", keepTextBelow/20+100)
+	if len(base) < keepTextBelow {
+		t.Fatalf("the file is %d bytes, below keepTextBelow", len(base))
+	}
+	next := editEvery(base, "x", 500)
+	diff := unifiedDiff("a.txt", []byte(base), []byte(next))
+	for _, edited := range []bool{false, true} {
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
+		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, true)
+		f.e.cs.mu.Lock()
+		k := c.planned
+		f.e.cs.mu.Unlock()
+		if k == nil || !k.hashOnly || k.text != nil || k.base != hashBytes([]byte(base)) {
+			t.Fatalf("kept plan of a %d-byte file: %+v, want its hash only", len(base), k)
+		}
+		want := next
+		if edited {
+			want = strings.Replace(base, "line 2:", "line two:", 1) // same hunks still match: only the hash tells
+			f.write("a.txt", want)
+		}
+		_, err := f.e.applyChanges(context.Background(), []string{c.ID}, false)
+		switch {
+		case edited && !errors.Is(err, ErrConflict):
+			t.Errorf("applying after the file changed: %v, want ErrConflict", err)
+		case !edited && err != nil:
+			t.Fatal(err)
+		}
+		if got := f.read("a.txt"); got != want {
+			t.Errorf("edited %v: a.txt after the apply is not %s", edited, map[bool]string{true: "the edited file", false: "the planned text"}[edited])
+		}
+	}
+}
