@@ -134,6 +134,16 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	name := pt.name
 	writes := !o.check && !o.preview
+	if n := pt.len(); writes && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
+		// What a large patch holds at once through the engine (a file's
+		// text before and after, its as-applied diffs: docs/benchmarks.md)
+		// is about two and a half times the diff; the default GC lets the
+		// heap grow to twice what it holds. A soft limit at a few times
+		// the diff trims that headroom: the GC runs more often only near
+		// the limit (the runtime keeps it to about half the CPU should the
+		// patch hold more, such as a small diff of very large files).
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimitTimes * n))
+	}
 	if writes && jerr == nil {
 		// A run killed mid-commit left a journal: finish it first. What
 		// cannot be settled is reported here once (the journal is set
@@ -261,6 +271,13 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 const (
 	lazyGCFrom  = 256 << 10
 	lazyGCBelow = 4 << 20
+)
+
+// From this diff size smith apply that writes sets a soft memory limit of
+// softLimitTimes the diff (runApply).
+const (
+	softLimitFrom  = 16 << 20
+	softLimitTimes = 4
 )
 
 // applyJournalled applies the planned files through the workspace's engine
