@@ -30,6 +30,7 @@ type fileWrite struct {
 	next       []byte
 	nextExists bool
 	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
+	before     blobRef // where the journal keeps tg's text (addUndo)
 	via        string // "editor" | "disk", set by writeBatch
 }
 
@@ -126,6 +127,12 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 		dw.ExpectHash = diffapply.HashOfDigest(w.tg.hash) // hashed when read
 	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
+	}
+	if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
+		// A large file's text before is in the journal's pack: the commit
+		// need not hold it beside the new text, only take it back from
+		// there to roll back.
+		dw.Before = func() ([]byte, error) { return e.store.getBlob(ref) }
 	}
 	if w.nextExists {
 		dw.Content = w.next

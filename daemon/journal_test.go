@@ -642,3 +642,41 @@ func TestKeptPlanOfALargeFileHoldsItsHash(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeWriteRollsBackFromTheJournal: once the journal holds a large
+// file's text before, the disk write hands the commit a way to take it
+// back from the journal's pack (diffapply.Write.Before) instead of the
+// commit holding it: what it gives is the text before, byte for byte. A
+// small file's commit keeps its own copy, as before.
+func TestLargeWriteRollsBackFromTheJournal(t *testing.T) {
+	t.Parallel()
+	large := bigFile("a.txt", keepTextBelow/20+100)
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": large, "b.txt": "small\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+	for _, tc := range []struct {
+		rel, before string
+		given       bool
+	}{{"a.txt", large, true}, {"b.txt", "small\n", false}} {
+		w := &fileWrite{abs: f.path(tc.rel), rel: tc.rel, tg: target{text: []byte(tc.before), exists: true, hash: hashBytes([]byte(tc.before))}, next: []byte("after\n"), nextExists: true}
+		if _, err := f.e.beginUndo(&changeRecord{Change: Change{ID: "c1"}}, "apply", w, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.dropBefore()
+		dw, err := f.e.diskWrite(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (dw.Before != nil) != tc.given {
+			t.Fatalf("%s (%d bytes): the commit is given the text before: %v, want %v", tc.rel, len(tc.before), dw.Before != nil, tc.given)
+		}
+		if dw.Before == nil {
+			continue
+		}
+		b, err := dw.Before()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.before {
+			t.Errorf("%s: the text before given back from the journal is not the file's (%d bytes, want %d)", tc.rel, len(b), len(tc.before))
+		}
+	}
+}

@@ -188,7 +188,7 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}
 	after := hashRef(w.next, w.nextExists)
-	w.nextHash = after.Hash
+	w.nextHash, w.before = after.Hash, before
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
 	prev := map[string]string{}
