@@ -31,6 +31,7 @@ type fileWrite struct {
 	nextExists bool
 	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
 	before     blobRef // where the journal keeps tg's text (addUndo)
+	staged     bool    // before is staged already (stageBefore)
 	via        string // "editor" | "disk", set by writeBatch
 }
 
@@ -318,7 +319,7 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st}, true)
+	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st}, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -345,32 +346,60 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	}
 	var steps []*applyStep
 	files := map[string]string{}
+	// Each file's text before goes to the journal's pack as its change is
+	// prepared, and a disk write lets go of it there (stageBefore): a
+	// patch of many large files does not hold them all until the save.
+	bs := e.store.newBlobStage()
 	for _, id := range changeIDs {
 		st, err := e.prepareApply(p, id, nil)
 		if err != nil {
+			bs.abort()
 			return nil, err
 		}
 		for _, w := range st.ws {
 			if other, ok := files[w.abs]; ok {
+				bs.abort()
 				return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, w.rel)
 			}
 			files[w.abs] = id
+			if err := w.stageBefore(bs); err != nil {
+				bs.abort()
+				return nil, err
+			}
 		}
 		steps = append(steps, st)
 	}
-	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps, views)
+	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps, views, bs)
+}
+
+// stageBefore stages the text w replaces in bs (the journal's pack) and,
+// for a disk write, lets go of it (dropBefore); addUndo then journals the
+// write with that blob.
+func (w *fileWrite) stageBefore(bs *blobStage) error {
+	ref, err := bs.put(w.tg.text, w.tg.exists, w.tg.hash)
+	if err != nil {
+		return fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+	}
+	w.before, w.staged = ref, true
+	w.dropBefore()
+	return nil
 }
 
 // commitApply journals, writes and records a planned apply. It returns
 // the changes' views only with views.
-func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool) ([]Change, error) {
+//
+// bs may hold the texts before already (stageBefore); nil starts a stage.
+func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool, bs *blobStage) ([]Change, error) {
 	group := e.cs.newUndoGroup()
-	bs := e.store.newBlobStage()
+	if bs == nil {
+		bs = e.store.newBlobStage()
+	}
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
 			rec, err := e.addUndo(st.c, "apply", w, group, st.ids, bs)
 			if err != nil {
+				bs.abort()
 				e.failUndo(steps)
 				return nil, err
 			}
