@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -29,10 +30,10 @@ type fileWrite struct {
 	tg         target // what smith read; the write is guarded by it
 	next       []byte
 	nextExists bool
-	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
+	nextHash   string  // hashBytes(next) once the journal has it ("": not yet)
 	before     blobRef // where the journal keeps tg's text (addUndo)
 	staged     bool    // before is staged already (stageBefore)
-	via        string // "editor" | "disk", set by writeBatch
+	via        string  // "editor" | "disk", set by writeBatch
 }
 
 // dropBefore lets go of the text w replaces once the journal holds it,
@@ -510,7 +511,7 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
 func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
-	out, _, err := e.applyPatch(ctx, dialogID, chs, true)
+	out, _, err := e.applyPatch(ctx, dialogID, slices.Values(chs), true, nil)
 	return out, err
 }
 
@@ -524,7 +525,35 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // once the journal has it (a 50 MB patch's diffs are held once, not until
 // the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
-	_, ids, err := e.applyPatch(ctx, dialogID, chs, false)
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+		for i := range chs {
+			if !yield(chs[i]) {
+				return
+			}
+			chs[i] = protocol.Change{}
+		}
+	}, false, nil)
+	return ids, err
+}
+
+// ApplyPatchSeq is ApplyPatchIDs for changes that chs gives one at a
+// time, each recorded before the next is asked for, so that the caller
+// need not hold every diff of a large patch at once (smith apply reads
+// them back from a temporary file). An error chs gives stops the patch:
+// nothing is written and the changes recorded so far are rejected.
+func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
+	var serr error
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+		for ch, err := range chs {
+			if err != nil {
+				serr = err
+				return
+			}
+			if !yield(ch) {
+				return
+			}
+		}
+	}, false, &serr)
 	return ids, err
 }
 
@@ -536,12 +565,9 @@ func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []proto
 // size) beside every file's text, for two fsyncs per 16 MiB.
 const flushDiffsAt = 16 << 20
 
-// applyPatch is ApplyPatch; without views it is ApplyPatchIDs, and clears
-// chs.
-func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
-	if len(chs) == 0 {
-		return nil, nil, errors.New("no change to apply")
-	}
+// applyPatch is ApplyPatch; without views it is ApplyPatchIDs. serr, when
+// given, holds an error chs met, which stops the patch.
+func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[protocol.Change], views bool, serr *error) ([]Change, []string, error) {
 	var ids []string
 	var recs []*changeRecord
 	defer func() {
@@ -562,20 +588,28 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
 	held := 0 // bytes of diffs recorded since the last flushDiffs
-	for i, ch := range chs {
+	var perr error
+	for ch := range chs {
 		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
-			giveUp()
-			return nil, nil, err
+			perr = err
+			break
 		}
 		ids, recs = append(ids, c.ID), append(recs, c)
 		if held += len(ch.Diff); held >= e.flushDiffsAt {
 			e.cs.flushDiffs()
 			held = 0
 		}
-		if !views {
-			chs[i] = protocol.Change{}
-		}
+	}
+	if perr == nil && serr != nil && *serr != nil {
+		perr = *serr // the caller could not give a change
+	}
+	if perr == nil && len(ids) == 0 {
+		perr = errors.New("no change to apply")
+	}
+	if perr != nil {
+		giveUp()
+		return nil, nil, perr
 	}
 	out, err := e.applyChanges(ctx, ids, views)
 	if err != nil {

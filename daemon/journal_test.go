@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -764,6 +765,69 @@ func TestFailedPatchLeavesNoPackBehind(t *testing.T) {
 	for _, n := range names {
 		if got := f.read(n); got != files[n] {
 			t.Errorf("%s was written by a patch that was not applied", n)
+		}
+	}
+}
+
+// TestApplyPatchSeqTakesOneAtATime: ApplyPatchSeq records each change
+// before it asks for the next (so that its caller holds one diff at a
+// time) and applies them together; an error the sequence gives stops the
+// patch: nothing is written and the changes recorded so far are rejected.
+func TestApplyPatchSeqTakesOneAtATime(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "b.txt", "c.txt"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, 300)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	recorded := func() int {
+		f.e.cs.mu.Lock()
+		defer f.e.cs.mu.Unlock()
+		return len(f.e.cs.st.Changes)
+	}
+	seq := func(tag string, failAt int) iter.Seq2[protocol.Change, error] {
+		return func(yield func(protocol.Change, error) bool) {
+			start := recorded()
+			for i, n := range names {
+				if got := recorded() - start; got != i {
+					t.Errorf("%s: asked for change %d with %d recorded, want %d", tag, i, got, i)
+				}
+				if i == failAt {
+					yield(protocol.Change{}, errors.New("cannot read it back"))
+					return
+				}
+				d := unifiedDiff(n, []byte(files[n]), []byte(editEvery(files[n], tag, 7)))
+				if !yield(protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: d}, nil) {
+					return
+				}
+			}
+		}
+	}
+	if _, err := f.e.ApplyPatchSeq(ctx, "", seq("broken", 2)); err == nil || !strings.Contains(err.Error(), "cannot read it back") {
+		t.Fatalf("a sequence that fails at its third change: %v, want its error", err)
+	}
+	for _, n := range names {
+		if f.read(n) != files[n] {
+			t.Errorf("%s was written by a patch whose sequence failed", n)
+		}
+	}
+	for _, v := range f.e.list(ChangeFilter{}) {
+		if v.Status != StatusRejected {
+			t.Errorf("change %s of the failed patch is %s, want rejected", v.ID, v.Status)
+		}
+	}
+	ids, err := f.e.ApplyPatchSeq(ctx, "", seq("x", -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(names) {
+		t.Fatalf("ids %v, want %d", ids, len(names))
+	}
+	for _, n := range names {
+		if got := f.read(n); got != editEvery(files[n], "x", 7) {
+			t.Errorf("%s after the apply is not the patched text", n)
 		}
 	}
 }

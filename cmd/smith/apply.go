@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -182,8 +183,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 			return err
 		}
 		p, err = diffapply.Plan(root, diff, opts)
-	} else if sa, err = planStreamed(root, pt, opts, ids, writes); err == nil {
+	} else if sa, err = planStreamed(root, pt, opts, ids, diffsToKeep(writes, pt.len())); err == nil {
 		p = sa.patch
+		defer sa.close()
 	}
 	if err == nil && len(p.Files) == 0 {
 		err = errors.New("no file left to patch (check --include/--exclude)")
@@ -221,16 +223,12 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		diffOf := func(f *diffapply.File) string { return f.Diff(ids) }
+		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
+			d := f.Diff(ids)
+			return int64(len(d)), func() (string, error) { return d, nil }
+		}
 		if sa != nil {
-			// Handed over, not kept: the engine holds each diff until its
-			// journal has it (ApplyPatchIDs), and a 50 MB patch's diffs
-			// should not live twice.
-			diffOf = func(f *diffapply.File) string {
-				d := sa.diffs[f]
-				delete(sa.diffs, f)
-				return d
-			}
+			diffOf = sa.asApplied
 		}
 		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
 		if !journalled && err == nil {
@@ -266,6 +264,19 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	return nil
 }
 
+// diffsToKeep is what a streamed plan keeps of each file's as-applied
+// diff: the engine records it when the patch is written, and from
+// spoolDiffsFrom they wait in a temporary file.
+func diffsToKeep(writes bool, size int64) keepDiffs {
+	switch {
+	case !writes:
+		return noDiffs
+	case size >= spoolDiffsFrom:
+		return diffsSpooled
+	}
+	return diffsInMemory
+}
+
 // Between these diff sizes smith apply lets its heap grow further
 // between collections (runApply).
 const (
@@ -288,13 +299,16 @@ const (
 // opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
 //
-// diffOf gives a file's as-applied diff of the chosen hunks.
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) string) (bool, error) {
+// diffOf gives a file's as-applied diff of the chosen hunks: its size, and
+// its text, read when the engine records the file's change (an engine in
+// this process takes them one at a time: ApplyPatchSeq).
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, error))) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
 	}
 	var chs []protocol.Change
+	var texts []func() (string, error) // each change's diff
 	for _, f := range p.Files {
 		if f.Op == diffapply.OpCopy || f.Mode != 0 {
 			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, map[bool]string{true: "is a copy", false: "changes the file mode"}[f.Op == diffapply.OpCopy])
@@ -307,8 +321,9 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		if err != nil {
 			return false, nil
 		}
-		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: diffOf(f)}
-		if ch.Diff == "" && f.Op == diffapply.OpModify {
+		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify}
+		size, text := diffOf(f)
+		if size == 0 && f.Op == diffapply.OpModify {
 			continue // its hunks change nothing: nothing to write or undo
 		}
 		switch f.Op {
@@ -323,7 +338,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			}
 			ch.Kind, ch.OldPath = protocol.ChangeRename, filepath.ToSlash(old)
 		}
-		chs = append(chs, ch)
+		chs, texts = append(chs, ch), append(texts, text)
 	}
 	if len(chs) == 0 {
 		return false, nil
@@ -335,18 +350,33 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	defer b.Close()
 	if q, ok := b.(patchIDsApplier); ok {
-		_, err = q.ApplyPatchIDs(ctx, "", chs)
-	} else {
-		_, err = b.ApplyPatch(ctx, "", chs)
+		_, err = q.ApplyPatchSeq(ctx, "", func(yield func(protocol.Change, error) bool) {
+			for i, ch := range chs {
+				var err error
+				ch.Diff, err = texts[i]()
+				texts[i] = nil
+				if !yield(ch, err) || err != nil {
+					return
+				}
+			}
+		})
+		return true, err
 	}
+	for i := range chs {
+		if chs[i].Diff, err = texts[i](); err != nil {
+			return true, err
+		}
+	}
+	_, err = b.ApplyPatch(ctx, "", chs)
 	return true, err
 }
 
 // patchIDsApplier is an engine in this process (*daemon.Engine): the
 // report is smith apply's own, so the engine need not present the
-// changes it applied (plan each again) to return them.
+// changes it applied (plan each again) to return them, and it takes them
+// one at a time, so that a large patch's diffs are not all held at once.
 type patchIDsApplier interface {
-	ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error)
+	ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error)
 }
 
 // The engine in this process takes the short way (a rename of the method
