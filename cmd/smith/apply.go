@@ -135,16 +135,6 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	name := pt.name
 	writes := !o.check && !o.preview
-	if n := pt.len(); writes && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
-		// What a large patch holds at once through the engine (a file's
-		// text before and after, its as-applied diffs: docs/benchmarks.md)
-		// is about two and a half times the diff; the default GC lets the
-		// heap grow to twice what it holds. A soft limit at a few times
-		// the diff trims that headroom: the GC runs more often only near
-		// the limit (the runtime keeps it to about half the CPU should the
-		// patch hold more, such as a small diff of very large files).
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimitTimes * n))
-	}
 	if writes && jerr == nil {
 		// A run killed mid-commit left a journal: finish it first. What
 		// cannot be settled is reported here once (the journal is set
@@ -223,6 +213,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
+		if n := pt.len(); sa != nil && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimit(n, sa.afterSize)))
+		}
 		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
 			d := f.Diff(ids)
 			return int64(len(d)), func() (string, error) { return d, nil }
@@ -284,12 +277,23 @@ const (
 	lazyGCBelow = 4 << 20
 )
 
-// From this diff size smith apply that writes sets a soft memory limit of
-// softLimitTimes the diff (runApply).
-const (
-	softLimitFrom  = 16 << 20
-	softLimitTimes = 4
-)
+// From this diff size smith apply that writes sets a soft memory limit
+// (softLimit).
+const softLimitFrom = 16 << 20
+
+// softLimit is the soft memory limit of smith apply writing a diff of
+// size bytes whose files hold after bytes once written. What such a patch
+// holds at once through the engine is every file's text after until the
+// commit, with one file's plan and diff at a time (docs/benchmarks.md:
+// about 2.2 times the diff at the most on the 55 MB benchmark), and the
+// default GC lets the heap grow to twice what it holds: the limit, two
+// and a half times the diff, trims that headroom, the GC running more
+// often only near it. It is never below twice the texts after, so that a
+// small diff of very large files, which must hold more, is not collected
+// without end.
+func softLimit(size, after int64) int64 {
+	return max(size*5/2, 2*after)
+}
 
 // applyJournalled applies the planned files through the workspace's engine
 // (the one a smith serve holds, or one opened here), as one group of

@@ -28,6 +28,9 @@ type streamedApply struct {
 	// most of it), and the engine needs one at a time.
 	spool   *os.File
 	spooled map[*diffapply.File]spoolRange
+	// afterSize sums the texts after of the files whose diffs are kept:
+	// what the engine holds until its commit (softLimit).
+	afterSize int64
 }
 
 // spoolRange is where a file's as-applied diff is in the spool.
@@ -97,6 +100,9 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		sa.writes += len(ws)
 		for _, h := range conflicts {
 			bad = append(bad, d.Hunks[h.Index-1])
+		}
+		if withDiffs && selectsFile(f, ids) {
+			sa.afterSize += int64(len(f.After))
 		}
 		switch {
 		case !withDiffs || !selectsFile(f, ids):

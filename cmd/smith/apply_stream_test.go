@@ -291,3 +291,17 @@ func TestSpooledDiffsAreTheDiffs(t *testing.T) {
 		t.Errorf("%d diffs still held in memory after they were handed over", len(mem.diffs))
 	}
 }
+
+// TestSoftLimitCoversTheTextsAfter: the soft memory limit of a large
+// apply is two and a half times the diff, and never below twice what the
+// engine must hold of the files after (a small diff of large files).
+func TestSoftLimitCoversTheTextsAfter(t *testing.T) {
+	for _, c := range []struct{ size, after, want int64 }{
+		{size: 100 << 20, after: 60 << 20, want: 250 << 20},
+		{size: 20 << 20, after: 1 << 30, want: 2 << 30},
+	} {
+		if got := softLimit(c.size, c.after); got != c.want {
+			t.Errorf("softLimit(%d, %d) = %d, want %d", c.size, c.after, got, c.want)
+		}
+	}
+}
