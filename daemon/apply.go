@@ -30,7 +30,20 @@ type fileWrite struct {
 	next       []byte
 	nextExists bool
 	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
+	before     blobRef // where the journal keeps tg's text (addUndo)
 	via        string // "editor" | "disk", set by writeBatch
+}
+
+// dropBefore lets go of the text w replaces once the journal holds it,
+// when the write goes to disk and the text's hash is known: the disk
+// commit guards the write by that hash (and reads the file itself), so a
+// patch of many large files does not keep every file's old text until
+// its one commit. An editor's write keeps it (the edit names it, and a
+// failed batch puts it back).
+func (w *fileWrite) dropBefore() {
+	if !w.tg.open && (w.tg.hash != "" || !w.tg.exists) {
+		w.tg.text = nil
+	}
 }
 
 func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) error {
@@ -115,6 +128,12 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
+	if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
+		// A large file's text before is in the journal's pack: the commit
+		// need not hold it beside the new text, only take it back from
+		// there to roll back.
+		dw.Before = func() ([]byte, error) { return e.store.getBlob(ref) }
+	}
 	if w.nextExists {
 		dw.Content = w.next
 		if dw.Content == nil {
@@ -178,7 +197,7 @@ type applyStep struct {
 // user sees. Nothing is written. A file changed since the plan re-validates
 // the change and is ErrConflict.
 func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
-	c, snap, err := e.cs.recordSnapshot(changeID)
+	c, snap, err := e.cs.applySnapshot(changeID)
 	if err != nil {
 		return nil, err
 	}
@@ -200,17 +219,22 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	// The text the change was planned against, byte for byte, when its
 	// plan was kept (recordChange): no need to hash it again.
 	k := snap.planned
-	same := k != nil && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
-	if !same && contentHash(tg.text, tg.exists) != snap.BaseHash {
-		e.revalidate(changeID, tg.text, tg.exists)
-		now := e.view(changeID)
-		e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
-		return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+	same := k != nil && !k.hashOnly && k.base == snap.BaseHash && k.exists == tg.exists && bytes.Equal(k.text, tg.text)
+	if !same {
+		if contentHash(tg.text, tg.exists) != snap.BaseHash {
+			e.revalidate(changeID, tg.text, tg.exists)
+			now := e.view(changeID)
+			e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
+			return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+		}
+		// A plan kept without its text holds for the text of its hash.
+		same = k != nil && k.hashOnly && k.base == snap.BaseHash && k.exists == tg.exists
 	}
 	tg.hash = snap.BaseHash // what tg holds: checked just above
 	var fp *filePlan
 	var kept *keptPlan
 	fresh := func() (err error) {
+		snap.loadDiff() // applySnapshot left it out for the kept plan
 		fp, err = e.planChange(&snap, tg.text, tg.exists)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
@@ -219,7 +243,9 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	}
 	if same {
 		kept = k
-		tg.text = k.text // the same bytes: one copy of them lives on, not two
+		if !k.hashOnly {
+			tg.text = k.text // the same bytes: one copy of them lives on, not two
+		}
 		// Used once: the record lets go of it.
 		e.cs.mu.Lock()
 		c.planned = nil
@@ -361,6 +387,9 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	if err := e.saveUndos(bs, recs...); err != nil {
 		return nil, err
 	}
+	for _, w := range ws {
+		w.dropBefore()
+	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
 		e.failUndo(steps)
 		return nil, err
@@ -460,11 +489,26 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // (smith apply): it returns the recorded changes' ids, not their views, so
 // that the changes are not planned again just to present them. Attached
 // editors are still told.
+//
+// It takes chs: each entry is cleared once its change is recorded, so
+// that a large diff lives in the change's record only, which lets it go
+// once the journal has it (a 50 MB patch's diffs are held once, not until
+// the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
 	_, ids, err := e.applyPatch(ctx, dialogID, chs, false)
 	return ids, err
 }
 
+// flushDiffsAt is how many bytes of diffs a patch records before it makes
+// them durable and lets its records go of them (flushDiffs): a patch
+// below it keeps them until the journal's one save, as the pack of that
+// save costs no fsync more; above it, a 50 MB patch does not hold every
+// diff (go-udiff's as-applied diff of a large file can be twice its
+// size) beside every file's text, for two fsyncs per 16 MiB.
+const flushDiffsAt = 16 << 20
+
+// applyPatch is ApplyPatch; without views it is ApplyPatchIDs, and clears
+// chs.
 func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
 	if len(chs) == 0 {
 		return nil, nil, errors.New("no change to apply")
@@ -488,13 +532,21 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 	}
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
-	for _, ch := range chs {
+	held := 0 // bytes of diffs recorded since the last flushDiffs
+	for i, ch := range chs {
 		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
 			giveUp()
 			return nil, nil, err
 		}
 		ids, recs = append(ids, c.ID), append(recs, c)
+		if held += len(ch.Diff); held >= e.flushDiffsAt {
+			e.cs.flushDiffs()
+			held = 0
+		}
+		if !views {
+			chs[i] = protocol.Change{}
+		}
 	}
 	out, err := e.applyChanges(ctx, ids, views)
 	if err != nil {

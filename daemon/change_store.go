@@ -106,6 +106,41 @@ func (cs *changeStore) recordSnapshot(id string) (*changeRecord, changeRecord, e
 	return c, c.snapshot(), nil
 }
 
+// applySnapshot is recordSnapshot for an apply: a change whose plan was
+// kept (planned) comes without its diff when only the pack holds it
+// (loadDiff reads it back should the apply plan after all), since the
+// kept plan needs none.
+func (cs *changeStore) applySnapshot(id string) (*changeRecord, changeRecord, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, err := cs.recordLocked(id)
+	if err != nil {
+		return nil, changeRecord{}, err
+	}
+	if c.planned == nil {
+		return c, c.snapshot(), nil
+	}
+	s := *c
+	s.Hunks = slices.Clone(c.Hunks)
+	return c, s, nil
+}
+
+// flushDiffs makes the large diffs that records still hold durable in a
+// pack of their own and lets the records go of them (stageDiffsLocked),
+// without a save of the state file: the records refer to a durable blob
+// from then on, whenever they are saved. A patch of many large files
+// calls it while it records them (applyPatch), so that its diffs are not
+// all held until the journal's save. On failure the records keep them.
+func (cs *changeStore) flushDiffs() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	bs := cs.file.store.newBlobStage()
+	moveOut := cs.stageDiffsLocked(bs)
+	if bs.commit() == nil {
+		moveOut()
+	}
+}
+
 func (cs *changeStore) recordLocked(id string) (*changeRecord, error) {
 	c, ok := cs.byID[id]
 	if !ok {

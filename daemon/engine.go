@@ -68,6 +68,8 @@ type Engine struct {
 	detected string         // dialect (and version) of the last stream
 	closed   bool
 	local    *Peer // the engine's own front (no editor): calls without WithPeer
+
+	flushDiffsAt int // applyPatch: flushDiffsAt, smaller in tests
 }
 
 // New opens (or creates) the workspace's state (journal, dialog index),
@@ -104,11 +106,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:   cfg,
-		ws:    ws,
-		store: store{dir: dir},
-		log:   log.With("workspace", ws.root),
-		peers: map[*Peer]struct{}{},
+		flushDiffsAt: flushDiffsAt,
+		cfg:          cfg,
+		ws:           ws,
+		store:        store{dir: dir},
+		log:          log.With("workspace", ws.root),
+		peers:        map[*Peer]struct{}{},
 	}
 	if e.unlock, err = lockState(dir); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -374,6 +375,308 @@ func TestKeptPlanRendersAsTheApplyWould(t *testing.T) {
 		}
 		if name == "one hunk gone" && len(k.ids) != len(fp.hunks)-1 {
 			t.Errorf("%s: kept hunks %v of %d, want all but one", name, k.ids, len(fp.hunks))
+		}
+	}
+}
+
+// TestKeptPlanIsTrimmed: the text a kept plan holds is no larger in memory
+// than it is: rendering sizes its buffer for the text before plus every
+// added line, twice the result for a diff that rewrites the whole file
+// (what go-udiff makes of a large file), and an apply keeps every file's
+// until it writes them all.
+func TestKeptPlanIsTrimmed(t *testing.T) {
+	t.Parallel()
+	base := bigFile("a.txt", 2000)
+	next := strings.ReplaceAll(base, "line", "LINE")
+	var b strings.Builder
+	n := strings.Count(base, "\n")
+	fmt.Fprintf(&b, "--- a/a.txt\n+++ b/a.txt\n@@ -1,%d +1,%d @@\n", n, n)
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(base, "\n"), "\n") {
+		b.WriteString("-" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(next, "\n"), "\n") {
+		b.WriteString("+" + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
+	c := &changeRecord{Change: Change{ID: "c1", Path: "a.txt", Kind: protocol.ChangeModify, Hunks: []Hunk{}}, Abs: f.path("a.txt"), Diff: b.String()}
+	fp, err := f.e.planChange(c, []byte(base), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Hunks = slices.Clone(fp.hunks)
+	k := keepPlan(c, fp, []byte(base), true)
+	if k == nil {
+		t.Fatal("nothing kept")
+	}
+	if string(k.next) != next {
+		t.Fatalf("the kept text is not the rewritten file")
+	}
+	if c := cap(k.next); c > len(k.next)+len(k.next)/4 {
+		t.Errorf("the kept text of %d bytes holds %d bytes of memory", len(k.next), c)
+	}
+}
+
+// TestApplyPatchIDsHoldsEachDiffOnce: ApplyPatchIDs takes the caller's
+// changes (their entries are cleared once recorded), so that a large diff
+// lives only in its record, which lets go of it once the journal's pack
+// has it; the applied change still shows that diff, read back from the
+// pack, before and after a restart.
+func TestApplyPatchIDsHoldsEachDiffOnce(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "sub/b.txt"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	var chs []protocol.Change
+	diffs := map[string]string{}
+	for _, n := range names {
+		d := unifiedDiff(n, []byte(files[n]), []byte(editEvery(files[n], "x", 7)))
+		if len(d) < largeDiff {
+			t.Fatalf("the diff of %s is %d bytes, below largeDiff: the test needs a large one", n, len(d))
+		}
+		diffs[n] = d
+		chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: d})
+	}
+	ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chs {
+		if ch.Diff != "" || ch.Path != "" {
+			t.Errorf("change %d given to ApplyPatchIDs still holds its diff (%d bytes) after it returned", i, len(ch.Diff))
+		}
+	}
+	f.e.cs.mu.Lock()
+	for _, id := range ids {
+		c := f.e.cs.byID[id]
+		if c == nil {
+			t.Fatalf("no record of change %s", id)
+		}
+		if c.Diff != "" || c.DiffRef == nil || c.planned != nil {
+			t.Errorf("record of change %s after the apply: diff in memory %d bytes, reference %v, kept plan %v", id, len(c.Diff), c.DiffRef, c.planned != nil)
+		}
+	}
+	f.e.cs.mu.Unlock()
+	check := func(when string) {
+		t.Helper()
+		for _, v := range f.e.list(ChangeFilter{}) {
+			if v.Status != StatusApplied || v.Diff != diffs[v.Path] {
+				t.Errorf("%s: change %s of %s: status %s, diff of %d bytes, want the %d bytes given", when, v.ID, v.Path, v.Status, len(v.Diff), len(diffs[v.Path]))
+			}
+		}
+	}
+	check("after the apply")
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	check("after a restart")
+}
+
+// TestWriteWithoutTheTextBeforeIsGuarded: once the journal holds a
+// file's text before (commitApply lets go of it), the disk write is
+// guarded by its hash alone: a file changed since it was read is still a
+// conflict and left as it is, and an unchanged one is written.
+func TestWriteWithoutTheTextBeforeIsGuarded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": "one\n", "b.txt": "two\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	write := func(rel, before, after string) *fileWrite {
+		w := &fileWrite{abs: f.path(rel), rel: rel, tg: target{text: []byte(before), exists: true, hash: hashBytes([]byte(before))}, next: []byte(after), nextExists: true}
+		w.dropBefore()
+		if w.tg.text != nil {
+			t.Fatalf("%s: a disk write whose hash is known keeps its text before", rel)
+		}
+		return w
+	}
+	f.write("a.txt", "one, edited\n")
+	err := f.e.writeBatch(ctx, "test", []*fileWrite{write("a.txt", "one\n", "ONE\n"), write("b.txt", "two\n", "TWO\n")})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("writing over a file changed since it was read: %v, want ErrConflict", err)
+	}
+	if got := f.read("a.txt") + f.read("b.txt"); got != "one, edited\ntwo\n" {
+		t.Errorf("after the refused batch the files hold %q", got)
+	}
+	if err := f.e.writeBatch(ctx, "test", []*fileWrite{write("b.txt", "two\n", "TWO\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read("b.txt"); got != "TWO\n" {
+		t.Errorf("b.txt after the write: %q", got)
+	}
+}
+
+// TestLargePatchFlushesItsDiffsWhileRecording: a patch whose diffs pass
+// flushDiffsAt makes them durable in packs of their own while it records
+// its changes (here after every change), and the records let go of them:
+// the apply writes the same files, every change shows its diff after a
+// restart, undo restores every byte; and when the patch cannot be
+// applied, its rejected changes still show their diffs.
+func TestLargePatchFlushesItsDiffsWhileRecording(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "sub/b.txt", "sub/c.txt"}
+	orig := map[string]string{}
+	for _, n := range names {
+		orig[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	f.e.flushDiffsAt = 1
+	ctx := context.Background()
+	patch := func(tag string, broken string) ([]protocol.Change, map[string]string, map[string]string) {
+		var chs []protocol.Change
+		diffs, next := map[string]string{}, map[string]string{}
+		for _, n := range names {
+			before := f.read(n)
+			next[n] = editEvery(before, tag, 5)
+			if n == broken {
+				before = strings.Replace(before, "line 3:", "line three:", 1) // the diff no longer matches
+			}
+			diffs[n] = unifiedDiff(n, []byte(before), []byte(next[n]))
+			chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: diffs[n]})
+		}
+		return chs, diffs, next
+	}
+	shows := func(when string, ids []string, diffs map[string]string, status string) {
+		t.Helper()
+		for _, v := range f.e.list(ChangeFilter{}) {
+			if !slices.Contains(ids, v.ID) {
+				continue
+			}
+			if v.Status != status || v.Diff != diffs[v.Path] {
+				t.Errorf("%s: change %s of %s: status %s, diff of %d bytes, want %s and the %d bytes given", when, v.ID, v.Path, v.Status, len(v.Diff), status, len(diffs[v.Path]))
+			}
+		}
+	}
+
+	chs, diffs, next := patch("one", "")
+	ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if f.read(n) != next[n] {
+			t.Fatalf("%s after the apply is not the patched text", n)
+		}
+	}
+	if got := blobFiles(t, f.e.StateDir()); len(got) != len(names)+1 {
+		t.Errorf("blobs after an apply of %d files that flushes after each: %v, want a pack per diff and one of the texts before", len(names), got)
+	}
+	shows("after the apply", ids, diffs, StatusApplied)
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	f.e.flushDiffsAt = 1
+	shows("after a restart", ids, diffs, StatusApplied)
+	if _, err := f.e.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("%s after undo is not the original text", n)
+		}
+	}
+
+	chs, diffs, _ = patch("two", "sub/c.txt")
+	if _, err := f.e.ApplyPatchIDs(ctx, "", chs); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a patch with a file that does not match: %v, want ErrConflict", err)
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("%s was written by a patch that was not applied", n)
+		}
+	}
+	var rejected []string
+	for _, v := range f.e.list(ChangeFilter{}) {
+		if v.Status == StatusRejected {
+			rejected = append(rejected, v.ID)
+		}
+	}
+	if len(rejected) != len(names) {
+		t.Fatalf("changes rejected after the failed patch: %v, want %d", rejected, len(names))
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	shows("the failed patch after a restart", rejected, diffs, StatusRejected)
+}
+
+// TestKeptPlanOfALargeFileHoldsItsHash: a change of a file of
+// keepTextBelow or more recorded for an apply keeps its plan without the
+// file's text, only its hash; the apply that follows writes the planned
+// text, and refuses, writing nothing, when the file changed in between.
+func TestKeptPlanOfALargeFileHoldsItsHash(t *testing.T) {
+	t.Parallel()
+	base := bigFile("a.txt", keepTextBelow/20+100)
+	if len(base) < keepTextBelow {
+		t.Fatalf("the file is %d bytes, below keepTextBelow", len(base))
+	}
+	next := editEvery(base, "x", 500)
+	diff := unifiedDiff("a.txt", []byte(base), []byte(next))
+	for _, edited := range []bool{false, true} {
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
+		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, true)
+		f.e.cs.mu.Lock()
+		k := c.planned
+		f.e.cs.mu.Unlock()
+		if k == nil || !k.hashOnly || k.text != nil || k.base != hashBytes([]byte(base)) {
+			t.Fatalf("kept plan of a %d-byte file: %+v, want its hash only", len(base), k)
+		}
+		want := next
+		if edited {
+			want = strings.Replace(base, "line 2:", "line two:", 1) // same hunks still match: only the hash tells
+			f.write("a.txt", want)
+		}
+		_, err := f.e.applyChanges(context.Background(), []string{c.ID}, false)
+		switch {
+		case edited && !errors.Is(err, ErrConflict):
+			t.Errorf("applying after the file changed: %v, want ErrConflict", err)
+		case !edited && err != nil:
+			t.Fatal(err)
+		}
+		if got := f.read("a.txt"); got != want {
+			t.Errorf("edited %v: a.txt after the apply is not %s", edited, map[bool]string{true: "the edited file", false: "the planned text"}[edited])
+		}
+	}
+}
+
+// TestLargeWriteRollsBackFromTheJournal: once the journal holds a large
+// file's text before, the disk write hands the commit a way to take it
+// back from the journal's pack (diffapply.Write.Before) instead of the
+// commit holding it: what it gives is the text before, byte for byte. A
+// small file's commit keeps its own copy, as before.
+func TestLargeWriteRollsBackFromTheJournal(t *testing.T) {
+	t.Parallel()
+	large := bigFile("a.txt", keepTextBelow/20+100)
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": large, "b.txt": "small\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+	for _, tc := range []struct {
+		rel, before string
+		given       bool
+	}{{"a.txt", large, true}, {"b.txt", "small\n", false}} {
+		w := &fileWrite{abs: f.path(tc.rel), rel: tc.rel, tg: target{text: []byte(tc.before), exists: true, hash: hashBytes([]byte(tc.before))}, next: []byte("after\n"), nextExists: true}
+		if _, err := f.e.beginUndo(&changeRecord{Change: Change{ID: "c1"}}, "apply", w, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.dropBefore()
+		dw, err := f.e.diskWrite(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (dw.Before != nil) != tc.given {
+			t.Fatalf("%s (%d bytes): the commit is given the text before: %v, want %v", tc.rel, len(tc.before), dw.Before != nil, tc.given)
+		}
+		if dw.Before == nil {
+			continue
+		}
+		b, err := dw.Before()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.before {
+			t.Errorf("%s: the text before given back from the journal is not the file's (%d bytes, want %d)", tc.rel, len(b), len(tc.before))
 		}
 	}
 }

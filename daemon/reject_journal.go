@@ -188,7 +188,7 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}
 	after := hashRef(w.next, w.nextExists)
-	w.nextHash = after.Hash
+	w.nextHash, w.before = after.Hash, before
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
 	prev := map[string]string{}
@@ -291,11 +291,17 @@ func (e *Engine) settle(r *undoRecord) {
 func (c *changeRecord) snapshot() changeRecord {
 	s := *c
 	s.Hunks = slices.Clone(c.Hunks)
-	if s.Diff == "" && s.DiffRef != nil {
-		b, err := c.blobs.getBlob(*s.DiffRef)
-		s.Diff, s.diffErr = string(b), err
-	}
+	s.loadDiff()
 	return s
+}
+
+// loadDiff reads back the diff of a snapshot whose record holds only its
+// reference (DiffRef), for whoever plans it.
+func (c *changeRecord) loadDiff() {
+	if c.Diff == "" && c.DiffRef != nil && c.diffErr == nil {
+		b, err := c.blobs.getBlob(*c.DiffRef)
+		c.Diff, c.diffErr = string(b), err
+	}
 }
 
 // revalidate re-plans a pending change against text and reports whether

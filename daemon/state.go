@@ -192,9 +192,19 @@ type keptPlan struct {
 	next       []byte
 	nextExists bool
 	base       string
-	text       []byte // the text planned against (not copied: never changed)
+	text       []byte // the text planned against (not copied: never changed); nil when hashOnly
 	exists     bool
+	// hashOnly: a large text (keepTextBelow) is not kept, only its hash
+	// (base): the apply reads the file again, and hashes it to know it is
+	// the text planned against, so that a patch of many large files does
+	// not hold every file's text from its plan to its commit.
+	hashOnly bool
 }
+
+// keepTextBelow is the size from which a kept plan holds only the hash of
+// the text it was planned against (keptPlan.hashOnly): below it, comparing
+// the bytes again costs less than hashing them.
+const keepTextBelow = 1 << 20
 
 // keepPlan renders fp's pending hunks for c (planned against text) the way
 // prepareApply would, for the apply that follows; nil when there is
@@ -214,15 +224,21 @@ func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan
 		// Every hunk that matched: the text the plan rendered already
 		// (Plan's After is Render(nil), and the pending hunks are those).
 		next = f.After
-	} else {
-		if next, nextExists, err = fp.render(ids); err != nil {
-			return nil
-		}
-		if cap(next) > len(next)+len(next)/4 {
-			next = bytes.Clone(next) // a rendered buffer's spare capacity is as large as the file
-		}
+	} else if next, nextExists, err = fp.render(ids); err != nil {
+		return nil
 	}
-	return &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
+	if cap(next) > len(next)+len(next)/4 {
+		// Rendering sizes its buffer for the file before plus every added
+		// line: for a diff that rewrites most of the file (go-udiff's
+		// as-applied diff of a large file) twice what it holds, and the
+		// apply keeps every file's until it writes them all.
+		next = bytes.Clone(next)
+	}
+	k := &keptPlan{hunks: fp.hunks, ids: ids, next: next, nextExists: nextExists, base: c.BaseHash, text: text, exists: exists}
+	if len(text) >= keepTextBelow {
+		k.text, k.hashOnly = nil, true
+	}
+	return k
 }
 
 // source is the file whose text a change is planned against: the source

@@ -34,6 +34,15 @@ type Write struct {
 	// ContentHash is Hash(Content) when the caller knows it ("": Commit
 	// computes it). The journal records it: it must be right.
 	ContentHash string
+	// Before, when set, gives the target's bytes before the commit again
+	// (the caller keeps them, in an undo journal): the commit then does
+	// not hold them in memory from its first read to its end. It checks
+	// the target by their hash before the rename instead of by the bytes,
+	// and calls Before only to put the target back should the commit fail
+	// after renaming it over; bytes that do not hash to what the commit
+	// read are refused. A patch of many large files is otherwise held
+	// twice over: every file's new content and every old one.
+	Before func() ([]byte, error)
 }
 
 // The journal of one transaction is a directory journalDir/tx-*/ holding
@@ -154,6 +163,26 @@ type preimage struct {
 	bytes []byte
 	size  int64
 	mtime time.Time
+	// load gives bytes again when they were not kept (Write.Before);
+	// hash is theirs.
+	load func() ([]byte, error)
+	hash string
+}
+
+// get returns the pre-image's bytes, from load when they were not kept,
+// refusing bytes that are not what prepare read.
+func (p preimage) get() ([]byte, error) {
+	if p.load == nil {
+		return p.bytes, nil
+	}
+	b, err := p.load()
+	if err != nil {
+		return nil, err
+	}
+	if got := Hash(b); got != p.hash {
+		return nil, fmt.Errorf("the bytes given back for it hash to %s, not %s as read", got, p.hash)
+	}
+	return b, nil
 }
 
 func (w *Workspace) commit(ctx context.Context, writes []Write, journalDir string, hook func(string) error) (err error) {
@@ -266,6 +295,12 @@ func (t *txn) verify(e *journalEntry, p preimage) error {
 	if err != nil {
 		return err
 	}
+	if p.load != nil {
+		if got := Hash(b); got != e.Before {
+			return &StaleError{Path: e.Path, Want: e.Before, Got: got, During: true}
+		}
+		return nil
+	}
 	// prepare hashed p.bytes as e.Before: the same bytes need no hash.
 	if !bytes.Equal(b, p.bytes) {
 		return &StaleError{Path: e.Path, Want: e.Before, Got: Hash(b), During: true}
@@ -286,7 +321,7 @@ func (t *txn) abort(i int, pre []preimage, cause error) error {
 		t.discard() // nothing was renamed yet
 		return fmt.Errorf("%s: %w; nothing was written", what, cause)
 	}
-	backup := func(j int) ([]byte, error) { return pre[j].bytes, nil }
+	backup := func(j int) ([]byte, error) { return pre[j].get() }
 	if t.tx != "" {
 		// Should the undo below be killed, recovery must roll back, not
 		// forward: the backups and the aborting state go to disk first.
@@ -331,10 +366,14 @@ func (t *txn) writeBackups(i int, pre []preimage) error {
 		if !e.Existed {
 			continue
 		}
+		old, err := pre[j].get()
+		if err != nil {
+			return fmt.Errorf("journal backup of %s: %w", e.Path, err)
+		}
 		e.Backup = fmt.Sprintf("backup-%d", j)
 		p := filepath.Join(t.tx, e.Backup)
 		os.Remove(p)
-		f, err := createFile(nil, p, pre[j].bytes, 0o600)
+		f, err := createFile(nil, p, old, 0o600)
 		if err != nil {
 			return fmt.Errorf("journal backup of %s: %w", e.Path, err)
 		}
@@ -398,6 +437,9 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		got := HashAbsent
 		if e.Existed {
 			got = Hash(cur)
+			if w.Before != nil {
+				pre[i].bytes, pre[i].load, pre[i].hash = nil, w.Before, got
+			}
 		}
 		if w.ExpectHash != "" && w.ExpectHash != got {
 			return nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}

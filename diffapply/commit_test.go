@@ -112,10 +112,19 @@ func treeState(t *testing.T, root string, before, after map[string]string) strin
 // makes to the file system (manifest writes, renames, removals, the
 // journal's removal): the tree is all before or all after, and one
 // Recover leaves it so with an empty journal.
-func TestCommitFailsAtEveryStep(t *testing.T) {
+func TestCommitFailsAtEveryStep(t *testing.T) { testCommitFailsAtEveryStep(t, false) }
+
+// TestCommitFailsAtEveryStepBeforeGiven is TestCommitFailsAtEveryStep with Write.Before set: the commit
+// holds no pre-image and takes it back from the caller to roll back.
+func TestCommitFailsAtEveryStepBeforeGiven(t *testing.T) { testCommitFailsAtEveryStep(t, true) }
+
+func testCommitFailsAtEveryStep(t *testing.T, given bool) {
 	for n := 1; ; n++ {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, after := commitFixture(t, root)
+		if given {
+			writes = beforeGiven(writes, before, nil)
+		}
 		steps, _, err := runKilledAt(n, false, func(hook func(string) error) error {
 			return commitWithHook(root, writes, journal, hook)
 		})
@@ -202,10 +211,19 @@ func TestRecoveryConvergesAfterKills(t *testing.T) {
 // TestAbortKilledRollsBack: a commit whose third rename fails undoes the
 // two before it; killed at each step of that undo, recovery finishes it:
 // the tree is all before.
-func TestAbortKilledRollsBack(t *testing.T) {
+func TestAbortKilledRollsBack(t *testing.T) { testAbortKilledRollsBack(t, false) }
+
+// TestAbortKilledRollsBackBeforeGiven is TestAbortKilledRollsBack with Write.Before set: the commit
+// holds no pre-image and takes it back from the caller to roll back.
+func TestAbortKilledRollsBackBeforeGiven(t *testing.T) { testAbortKilledRollsBack(t, true) }
+
+func testAbortKilledRollsBack(t *testing.T, given bool) {
 	for m := 1; ; m++ {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, after := commitFixture(t, root)
+		if given {
+			writes = beforeGiven(writes, before, nil)
+		}
 		failed := false
 		var steps []string
 		killed := func() (k bool) {
@@ -257,13 +275,22 @@ func TestAbortKilledRollsBack(t *testing.T) {
 // check and its rename (from the hook: after a.txt was verified, before
 // its rename, run.sh is written). The write must survive, a.txt (renamed
 // before) is restored, and the error is a StaleError naming run.sh.
-func TestCommitLostUpdate(t *testing.T) {
+func TestCommitLostUpdate(t *testing.T) { testCommitLostUpdate(t, false) }
+
+// TestCommitLostUpdateBeforeGiven is TestCommitLostUpdate with Write.Before set: the commit
+// holds no pre-image and takes it back from the caller to roll back.
+func TestCommitLostUpdateBeforeGiven(t *testing.T) { testCommitLostUpdate(t, true) }
+
+func testCommitLostUpdate(t *testing.T, given bool) {
 	for _, theirs := range []string{
 		"#!/bin/sh\necho appended by another program\n",
 		"#!/bin/zs\n", // same size, likely within the same mtime tick: only the hash tells
 	} {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, _ := commitFixture(t, root)
+		if given {
+			writes = beforeGiven(writes, before, nil)
+		}
 		err := commitWithHook(root, writes, journal, func(step string) error {
 			if step == "rename a.txt" {
 				must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte(theirs), 0o755))
@@ -671,5 +698,59 @@ func TestRecoverVersion1Journal(t *testing.T) {
 	assertFiles(t, root, map[string]string{"a.txt": "a before\n"})
 	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
 		t.Errorf("journal left: %v", ents)
+	}
+}
+
+// beforeGiven sets Write.Before of every existing target of writes to
+// give back its text in before, counting the calls in calls (when set).
+func beforeGiven(writes []Write, before map[string]string, calls *int) []Write {
+	out := slices.Clone(writes)
+	for i := range out {
+		old, ok := before[out[i].Path]
+		if !ok {
+			continue
+		}
+		out[i].Before = func() ([]byte, error) {
+			if calls != nil {
+				*calls++
+			}
+			return []byte(old), nil
+		}
+	}
+	return out
+}
+
+// TestBeforeGivenIsAskedOnlyToRollBack: with Write.Before set, a commit
+// that succeeds never asks for the bytes before; one that must put a file
+// back asks, and refuses bytes that are not what it read, leaving that
+// file as it wrote it and saying so.
+func TestBeforeGivenIsAskedOnlyToRollBack(t *testing.T) {
+	root, journal := t.TempDir(), t.TempDir()
+	writes, before, after := commitFixture(t, root)
+	calls := 0
+	must(t, Commit(context.Background(), root, beforeGiven(writes, before, &calls), journal))
+	assertFiles(t, root, after)
+	if calls != 0 {
+		t.Errorf("a commit that succeeded asked for the bytes before %d times", calls)
+	}
+
+	root, journal = t.TempDir(), t.TempDir()
+	writes, before, _ = commitFixture(t, root)
+	wrong := maps.Clone(before)
+	wrong["a.txt"] = "not what was there\n"
+	err := commitWithHook(root, beforeGiven(writes, wrong, &calls), journal, func(step string) error {
+		if step == "rename a.txt" {
+			must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\necho theirs\n"), 0o755))
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "a.txt") || !strings.Contains(err.Error(), "hash") {
+		t.Fatalf("rolling back with the wrong bytes before: %v, want a refusal naming a.txt", err)
+	}
+	if calls == 0 {
+		t.Errorf("the rollback did not ask for the bytes before")
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(got) != "a after\n" {
+		t.Errorf("a.txt after a refused rollback: %q, want it left as written", got)
 	}
 }

@@ -134,6 +134,16 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	name := pt.name
 	writes := !o.check && !o.preview
+	if n := pt.len(); writes && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
+		// What a large patch holds at once through the engine (a file's
+		// text before and after, its as-applied diffs: docs/benchmarks.md)
+		// is about two and a half times the diff; the default GC lets the
+		// heap grow to twice what it holds. A soft limit at a few times
+		// the diff trims that headroom: the GC runs more often only near
+		// the limit (the runtime keeps it to about half the CPU should the
+		// patch hold more, such as a small diff of very large files).
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimitTimes * n))
+	}
 	if writes && jerr == nil {
 		// A run killed mid-commit left a journal: finish it first. What
 		// cannot be settled is reported here once (the journal is set
@@ -213,7 +223,14 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case writes:
 		diffOf := func(f *diffapply.File) string { return f.Diff(ids) }
 		if sa != nil {
-			diffOf = func(f *diffapply.File) string { return sa.diffs[f] }
+			// Handed over, not kept: the engine holds each diff until its
+			// journal has it (ApplyPatchIDs), and a 50 MB patch's diffs
+			// should not live twice.
+			diffOf = func(f *diffapply.File) string {
+				d := sa.diffs[f]
+				delete(sa.diffs, f)
+				return d
+			}
 		}
 		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
 		if !journalled && err == nil {
@@ -254,6 +271,13 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 const (
 	lazyGCFrom  = 256 << 10
 	lazyGCBelow = 4 << 20
+)
+
+// From this diff size smith apply that writes sets a soft memory limit of
+// softLimitTimes the diff (runApply).
+const (
+	softLimitFrom  = 16 << 20
+	softLimitTimes = 4
 )
 
 // applyJournalled applies the planned files through the workspace's engine
