@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -265,5 +266,25 @@ func TestReplayBuffersOutput(t *testing.T) {
 				t.Errorf("--json output differs from encoding/json's (-want +got):\n%s", diff)
 			}
 		}
+	}
+}
+
+// TestCollectingReader: replay's reader of the recording passes every byte
+// through unchanged and collects garbage once per replayCollectEvery bytes
+// read, whatever the sizes of the reads.
+func TestCollectingReader(t *testing.T) {
+	in := bytes.Repeat([]byte("data: {\"type\": \"chat\", \"content\": \"x\"}\n\n"), 3*replayCollectEvery/40+1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var got bytes.Buffer
+	if _, err := io.CopyBuffer(&got, &collectingReader{r: bytes.NewReader(in)}, make([]byte, 40<<10)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if !bytes.Equal(got.Bytes(), in) {
+		t.Errorf("read %d bytes, not the %d given", got.Len(), len(in))
+	}
+	if n, want := after.NumForcedGC-before.NumForcedGC, uint32(len(in)/replayCollectEvery); n < want {
+		t.Errorf("%d collections for %d bytes, want %d (one per %d bytes)", n, len(in), want, replayCollectEvery)
 	}
 }
