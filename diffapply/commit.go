@@ -83,7 +83,8 @@ type Write struct {
 // and journalDir (so that recovery finds it); each target directory once,
 // after all renames; journalDir once more after the journal is removed,
 // so that a success is never replayed. The happy path writes no backups:
-// the old bytes are in memory until an abort needs them.
+// the old bytes are in memory until an abort needs them (or, with
+// Write.Before, with the caller, who gives them back then).
 type manifest struct {
 	Version int            `json:"version"`
 	Root    string         `json:"root"`  // the resolved workspace root

@@ -167,13 +167,27 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	// the contents).
 	var p *diffapply.Patch
 	var sa *streamedApply
+	var lim *memLimit
+	if n := pt.len(); writes && !o.json && !o.preview && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
+		lim = &memLimit{diff: n}
+		lim.set = lim.value()
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim.set))
+		if s.Getenv("GOGC") == "" {
+			// Collected at the limit only, not each time the heap
+			// doubles: what a large apply holds is small beside the
+			// limit most of the time, and the default collected several
+			// times as often, each time scanning the report's hunks
+			// (55 MB diff: 1.4x the CPU of collecting at the limit).
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		}
+	}
 	if o.json || o.preview {
 		var diff []byte
 		if diff, err = pt.bytes(); err != nil {
 			return err
 		}
 		p, err = diffapply.Plan(root, diff, opts)
-	} else if sa, err = planStreamed(root, pt, opts, ids, diffsToKeep(writes, pt.len())); err == nil {
+	} else if sa, err = planStreamed(root, pt, opts, ids, diffsToKeep(writes, pt.len()), lim); err == nil {
 		p = sa.patch
 		defer sa.close()
 	}
@@ -213,9 +227,6 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		if n := pt.len(); sa != nil && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
-			defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimit(n, sa.afterSize)))
-		}
 		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
 			d := f.Diff(ids)
 			return int64(len(d)), func() (string, error) { return d, nil }
@@ -277,22 +288,43 @@ const (
 	lazyGCBelow = 4 << 20
 )
 
-// From this diff size smith apply that writes sets a soft memory limit
-// (softLimit).
+// From this diff size smith apply that writes, streaming its plan, runs
+// with a soft memory limit (memLimit).
 const softLimitFrom = 16 << 20
 
-// softLimit is the soft memory limit of smith apply writing a diff of
-// size bytes whose files hold after bytes once written. What such a patch
-// holds at once through the engine is every file's text after until the
-// commit, with one file's plan and diff at a time (docs/benchmarks.md:
-// about 2.2 times the diff at the most on the 55 MB benchmark), and the
-// default GC lets the heap grow to twice what it holds: the limit, two
-// and a half times the diff, trims that headroom, the GC running more
-// often only near it. It is never below twice the texts after, so that a
-// small diff of very large files, which must hold more, is not collected
+// memLimit is the soft memory limit of a large smith apply that writes,
+// under which its GC runs only when the heap reaches it (runApply). What
+// such an apply holds at once is one file's plan while it plans, then
+// every file's text after until the commit, with one file's plan and
+// as-applied diff at a time (docs/benchmarks.md: 2.2 times the diff at
+// the most on the 55 MB benchmark). The limit is two and a half times the
+// diff, and never below twice the texts after nor three times the largest
+// file before and after (raised as the plan meets them), so that a small
+// diff of very large files, which must hold more, is not collected
 // without end.
-func softLimit(size, after int64) int64 {
-	return max(size*5/2, 2*after)
+type memLimit struct {
+	diff  int64 // the diff's size
+	after int64 // the texts after of the files planned so far for the engine
+	file  int64 // the largest file planned so far, before and after
+	set   int64 // the limit in force
+}
+
+func (l *memLimit) value() int64 { return max(l.diff*5/2, 2*l.after, 3*l.file) }
+
+// grow accounts for a planned file (kept: its text after goes to the
+// engine) and raises the limit when it must.
+func (l *memLimit) grow(f *diffapply.File, kept bool) {
+	if l == nil {
+		return
+	}
+	if kept {
+		l.after += int64(len(f.After))
+	}
+	l.file = max(l.file, int64(len(f.Before)+len(f.After)))
+	if v := l.value(); v > l.set {
+		l.set = v
+		debug.SetMemoryLimit(v)
+	}
 }
 
 // applyJournalled applies the planned files through the workspace's engine

@@ -28,9 +28,6 @@ type streamedApply struct {
 	// most of it), and the engine needs one at a time.
 	spool   *os.File
 	spooled map[*diffapply.File]spoolRange
-	// afterSize sums the texts after of the files whose diffs are kept:
-	// what the engine holds until its commit (softLimit).
-	afterSize int64
 }
 
 // spoolRange is where a file's as-applied diff is in the spool.
@@ -77,8 +74,8 @@ const (
 )
 
 // planStreamed plans diff file by file, keeping each file's as-applied
-// diff as keep says.
-func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs) (*streamedApply, error) {
+// diff as keep says; lim (nil: none) learns of each file.
+func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
 	sa := &streamedApply{diffs: map[*diffapply.File]string{}, spooled: map[*diffapply.File]spoolRange{}}
 	withDiffs := keep != noDiffs
 	spoolAt := int64(0)
@@ -101,9 +98,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		for _, h := range conflicts {
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
-		if withDiffs && selectsFile(f, ids) {
-			sa.afterSize += int64(len(f.After))
-		}
+		lim.grow(f, withDiffs && selectsFile(f, ids))
 		switch {
 		case !withDiffs || !selectsFile(f, ids):
 		case sa.spool != nil:

@@ -257,7 +257,7 @@ func TestSpooledDiffsAreTheDiffs(t *testing.T) {
 	}
 	plan := func(keep keepDiffs) *streamedApply {
 		t.Helper()
-		sa, err := planStreamed(root, &patchText{name: "p", data: []byte(diff.String())}, diffapply.Options{}, nil, keep)
+		sa, err := planStreamed(root, &patchText{name: "p", data: []byte(diff.String())}, diffapply.Options{}, nil, keep, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,16 +292,21 @@ func TestSpooledDiffsAreTheDiffs(t *testing.T) {
 	}
 }
 
-// TestSoftLimitCoversTheTextsAfter: the soft memory limit of a large
+// TestMemLimitCoversWhatTheApplyHolds: the soft memory limit of a large
 // apply is two and a half times the diff, and never below twice what the
-// engine must hold of the files after (a small diff of large files).
-func TestSoftLimitCoversTheTextsAfter(t *testing.T) {
-	for _, c := range []struct{ size, after, want int64 }{
-		{size: 100 << 20, after: 60 << 20, want: 250 << 20},
-		{size: 20 << 20, after: 1 << 30, want: 2 << 30},
+// engine must hold of the files after nor three times the largest file
+// (a small diff of large files).
+func TestMemLimitCoversWhatTheApplyHolds(t *testing.T) {
+	for _, c := range []struct {
+		l    memLimit
+		want int64
+	}{
+		{memLimit{diff: 100 << 20, after: 60 << 20, file: 5 << 20}, 250 << 20},
+		{memLimit{diff: 20 << 20, after: 1 << 30, file: 5 << 20}, 2 << 30},
+		{memLimit{diff: 20 << 20, after: 200 << 20, file: 300 << 20}, 900 << 20},
 	} {
-		if got := softLimit(c.size, c.after); got != c.want {
-			t.Errorf("softLimit(%d, %d) = %d, want %d", c.size, c.after, got, c.want)
+		if got := c.l.value(); got != c.want {
+			t.Errorf("%+v: limit %d, want %d", c.l, got, c.want)
 		}
 	}
 }
