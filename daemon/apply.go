@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -29,9 +30,10 @@ type fileWrite struct {
 	tg         target // what smith read; the write is guarded by it
 	next       []byte
 	nextExists bool
-	nextHash   string // hashBytes(next) once the journal has it ("": not yet)
+	nextHash   string  // hashBytes(next) once the journal has it ("": not yet)
 	before     blobRef // where the journal keeps tg's text (addUndo)
-	via        string // "editor" | "disk", set by writeBatch
+	staged     bool    // before is staged already (stageBefore)
+	via        string  // "editor" | "disk", set by writeBatch
 }
 
 // dropBefore lets go of the text w replaces once the journal holds it,
@@ -318,7 +320,7 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st}, true)
+	out, err := e.commitApply(ctx, fmt.Sprintf("smith: apply %s to %s", changeID, st.path), []*applyStep{st}, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -345,32 +347,60 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	}
 	var steps []*applyStep
 	files := map[string]string{}
+	// Each file's text before goes to the journal's pack as its change is
+	// prepared, and a disk write lets go of it there (stageBefore): a
+	// patch of many large files does not hold them all until the save.
+	bs := e.store.newBlobStage()
 	for _, id := range changeIDs {
 		st, err := e.prepareApply(p, id, nil)
 		if err != nil {
+			bs.abort()
 			return nil, err
 		}
 		for _, w := range st.ws {
 			if other, ok := files[w.abs]; ok {
+				bs.abort()
 				return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, w.rel)
 			}
 			files[w.abs] = id
+			if err := w.stageBefore(bs); err != nil {
+				bs.abort()
+				return nil, err
+			}
 		}
 		steps = append(steps, st)
 	}
-	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps, views)
+	return e.commitApply(ctx, fmt.Sprintf("smith: apply %s", strings.Join(changeIDs, ", ")), steps, views, bs)
+}
+
+// stageBefore stages the text w replaces in bs (the journal's pack) and,
+// for a disk write, lets go of it (dropBefore); addUndo then journals the
+// write with that blob.
+func (w *fileWrite) stageBefore(bs *blobStage) error {
+	ref, err := bs.put(w.tg.text, w.tg.exists, w.tg.hash)
+	if err != nil {
+		return fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+	}
+	w.before, w.staged = ref, true
+	w.dropBefore()
+	return nil
 }
 
 // commitApply journals, writes and records a planned apply. It returns
 // the changes' views only with views.
-func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool) ([]Change, error) {
+//
+// bs may hold the texts before already (stageBefore); nil starts a stage.
+func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool, bs *blobStage) ([]Change, error) {
 	group := e.cs.newUndoGroup()
-	bs := e.store.newBlobStage()
+	if bs == nil {
+		bs = e.store.newBlobStage()
+	}
 	var ws []*fileWrite
 	for _, st := range steps {
 		for _, w := range st.ws {
 			rec, err := e.addUndo(st.c, "apply", w, group, st.ids, bs)
 			if err != nil {
+				bs.abort()
 				e.failUndo(steps)
 				return nil, err
 			}
@@ -481,7 +511,7 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
 func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
-	out, _, err := e.applyPatch(ctx, dialogID, chs, true)
+	out, _, err := e.applyPatch(ctx, dialogID, slices.Values(chs), true, nil)
 	return out, err
 }
 
@@ -495,7 +525,35 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // once the journal has it (a 50 MB patch's diffs are held once, not until
 // the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
-	_, ids, err := e.applyPatch(ctx, dialogID, chs, false)
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+		for i := range chs {
+			if !yield(chs[i]) {
+				return
+			}
+			chs[i] = protocol.Change{}
+		}
+	}, false, nil)
+	return ids, err
+}
+
+// ApplyPatchSeq is ApplyPatchIDs for changes that chs gives one at a
+// time, each recorded before the next is asked for, so that the caller
+// need not hold every diff of a large patch at once (smith apply reads
+// them back from a temporary file). An error chs gives stops the patch:
+// nothing is written and the changes recorded so far are rejected.
+func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
+	var serr error
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+		for ch, err := range chs {
+			if err != nil {
+				serr = err
+				return
+			}
+			if !yield(ch) {
+				return
+			}
+		}
+	}, false, &serr)
 	return ids, err
 }
 
@@ -507,12 +565,9 @@ func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []proto
 // size) beside every file's text, for two fsyncs per 16 MiB.
 const flushDiffsAt = 16 << 20
 
-// applyPatch is ApplyPatch; without views it is ApplyPatchIDs, and clears
-// chs.
-func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol.Change, views bool) ([]Change, []string, error) {
-	if len(chs) == 0 {
-		return nil, nil, errors.New("no change to apply")
-	}
+// applyPatch is ApplyPatch; without views it is ApplyPatchIDs. serr, when
+// given, holds an error chs met, which stops the patch.
+func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[protocol.Change], views bool, serr *error) ([]Change, []string, error) {
 	var ids []string
 	var recs []*changeRecord
 	defer func() {
@@ -533,20 +588,28 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs []protocol
 	// One save for the whole patch (ApplyChanges saves after writing):
 	// a save per file rewrote the state file once per file.
 	held := 0 // bytes of diffs recorded since the last flushDiffs
-	for i, ch := range chs {
+	var perr error
+	for ch := range chs {
 		c, _, err := e.propose(ctx, dialogID, ch, true, views)
 		if err != nil {
-			giveUp()
-			return nil, nil, err
+			perr = err
+			break
 		}
 		ids, recs = append(ids, c.ID), append(recs, c)
 		if held += len(ch.Diff); held >= e.flushDiffsAt {
 			e.cs.flushDiffs()
 			held = 0
 		}
-		if !views {
-			chs[i] = protocol.Change{}
-		}
+	}
+	if perr == nil && serr != nil && *serr != nil {
+		perr = *serr // the caller could not give a change
+	}
+	if perr == nil && len(ids) == 0 {
+		perr = errors.New("no change to apply")
+	}
+	if perr != nil {
+		giveUp()
+		return nil, nil, perr
 	}
 	out, err := e.applyChanges(ctx, ids, views)
 	if err != nil {

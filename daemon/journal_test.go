@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -677,6 +678,156 @@ func TestLargeWriteRollsBackFromTheJournal(t *testing.T) {
 		}
 		if string(b) != tc.before {
 			t.Errorf("%s: the text before given back from the journal is not the file's (%d bytes, want %d)", tc.rel, len(b), len(tc.before))
+		}
+	}
+}
+
+// TestBlobStageWritesAsItStages: a blob is in the pack as soon as it is
+// staged (the caller may let go of it), readable once the stage is
+// committed; a stage that is aborted leaves no pack.
+func TestBlobStageWritesAsItStages(t *testing.T) {
+	t.Parallel()
+	s := store{dir: t.TempDir()}
+	b := []byte(bigFile("a.txt", 100))
+	bs := s.newBlobStage()
+	ref, err := bs.put(b, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := bs.putString("a diff\n")
+	if got := blobFiles(t, s.dir); len(got) != 1 {
+		t.Fatalf("blobs once staged: %v, want the pack", got)
+	}
+	if st, err := os.Stat(filepath.Join(s.packDir(), ref.Pack)); err != nil || st.Size() != int64(len(b))+int64(len("a diff\n")) {
+		t.Fatalf("the pack before commit: %v, %v; want both blobs written", st, err)
+	}
+	if err := bs.commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ref  blobRef
+		want string
+	}{{ref, string(b)}, {d, "a diff\n"}} {
+		if got, err := s.getBlob(c.ref); err != nil || string(got) != c.want {
+			t.Errorf("blob %+v read back: %q, %v", c.ref, got, err)
+		}
+	}
+
+	bs = s.newBlobStage()
+	if _, err := bs.put([]byte("never committed\n"), true, ""); err != nil {
+		t.Fatal(err)
+	}
+	bs.abort()
+	if got := blobFiles(t, s.dir); len(got) != 1 {
+		t.Errorf("blobs after an aborted stage: %v, want only the committed pack", got)
+	}
+}
+
+// TestFailedPatchLeavesNoPackBehind: an apply whose last change does not
+// match stages the texts before of the others as it prepares them, then
+// refuses; what it staged is removed: every pack in the store is one a
+// record refers to.
+func TestFailedPatchLeavesNoPackBehind(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "b.txt", "c.txt"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, 600)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	var chs []protocol.Change
+	for _, n := range names {
+		base := files[n]
+		if n == "c.txt" {
+			base = strings.Replace(base, "line 3:", "line three:", 1)
+		}
+		chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(base), []byte(editEvery(files[n], "x", 5)))})
+	}
+	if _, err := f.e.ApplyPatchIDs(context.Background(), "", chs); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a patch with a file that does not match: %v, want ErrConflict", err)
+	}
+	refs := map[string]bool{}
+	f.e.cs.mu.Lock()
+	for _, c := range f.e.cs.st.Changes {
+		if c.DiffRef != nil {
+			refs[c.DiffRef.Pack] = true
+		}
+	}
+	for _, r := range f.e.cs.st.Undo {
+		refs[r.Before.Pack] = true
+	}
+	f.e.cs.mu.Unlock()
+	for _, b := range blobFiles(t, f.e.StateDir()) {
+		if !refs[b] {
+			t.Errorf("%s is in the blob store, and nothing refers to it", b)
+		}
+	}
+	for _, n := range names {
+		if got := f.read(n); got != files[n] {
+			t.Errorf("%s was written by a patch that was not applied", n)
+		}
+	}
+}
+
+// TestApplyPatchSeqTakesOneAtATime: ApplyPatchSeq records each change
+// before it asks for the next (so that its caller holds one diff at a
+// time) and applies them together; an error the sequence gives stops the
+// patch: nothing is written and the changes recorded so far are rejected.
+func TestApplyPatchSeqTakesOneAtATime(t *testing.T) {
+	t.Parallel()
+	names := []string{"a.txt", "b.txt", "c.txt"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, 300)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	recorded := func() int {
+		f.e.cs.mu.Lock()
+		defer f.e.cs.mu.Unlock()
+		return len(f.e.cs.st.Changes)
+	}
+	seq := func(tag string, failAt int) iter.Seq2[protocol.Change, error] {
+		return func(yield func(protocol.Change, error) bool) {
+			start := recorded()
+			for i, n := range names {
+				if got := recorded() - start; got != i {
+					t.Errorf("%s: asked for change %d with %d recorded, want %d", tag, i, got, i)
+				}
+				if i == failAt {
+					yield(protocol.Change{}, errors.New("cannot read it back"))
+					return
+				}
+				d := unifiedDiff(n, []byte(files[n]), []byte(editEvery(files[n], tag, 7)))
+				if !yield(protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: d}, nil) {
+					return
+				}
+			}
+		}
+	}
+	if _, err := f.e.ApplyPatchSeq(ctx, "", seq("broken", 2)); err == nil || !strings.Contains(err.Error(), "cannot read it back") {
+		t.Fatalf("a sequence that fails at its third change: %v, want its error", err)
+	}
+	for _, n := range names {
+		if f.read(n) != files[n] {
+			t.Errorf("%s was written by a patch whose sequence failed", n)
+		}
+	}
+	for _, v := range f.e.list(ChangeFilter{}) {
+		if v.Status != StatusRejected {
+			t.Errorf("change %s of the failed patch is %s, want rejected", v.ID, v.Status)
+		}
+	}
+	ids, err := f.e.ApplyPatchSeq(ctx, "", seq("x", -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(names) {
+		t.Fatalf("ids %v, want %d", ids, len(names))
+	}
+	for _, n := range names {
+		if got := f.read(n); got != editEvery(files[n], "x", 7) {
+			t.Errorf("%s after the apply is not the patched text", n)
 		}
 	}
 }

@@ -148,6 +148,7 @@ func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group i
 	bs := e.store.newBlobStage()
 	r, err := e.addUndo(c, action, w, group, hunks, bs)
 	if err != nil {
+		bs.abort()
 		return nil, err
 	}
 	if err := e.saveUndos(bs, r); err != nil {
@@ -183,9 +184,12 @@ func (e *Engine) saveUndos(bs *blobStage, recs ...*undoRecord) error {
 // addUndo is beginUndo without the save: the bytes before go to bs, and
 // the caller saves (saveUndos) before it writes anything.
 func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string, bs *blobStage) (*undoRecord, error) {
-	before, err := bs.put(w.tg.text, w.tg.exists, w.tg.hash)
-	if err != nil {
-		return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+	before := w.before
+	if !w.staged {
+		var err error
+		if before, err = bs.put(w.tg.text, w.tg.exists, w.tg.hash); err != nil {
+			return nil, fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
+		}
 	}
 	after := hashRef(w.next, w.nextExists)
 	w.nextHash, w.before = after.Hash, before

@@ -359,12 +359,20 @@ func (s store) load(ws workspace) (*persisted, error) {
 // older smith's, or one packed earlier) is not written again. Each
 // blobRef names its pack and byte range, and getBlob checks the hash of
 // what it reads there.
+//
+// A blob is written to the pack as it is staged, not kept until commit:
+// the caller may let go of it at once (an apply of many large files
+// stages each file's text before as it prepares it). Nothing refers to
+// the pack before commit has made it durable; a stage that is not
+// committed is aborted, which removes it (a pack left by a killed process
+// is an orphan, never read).
 type blobStage struct {
-	s     store
-	name  string     // the pack's file name
-	parts []packPart // its contents, in order (not copied)
-	size  int64
-	seen  map[string]blobRef
+	s    store
+	name string   // the pack's file name
+	f    *os.File // the pack, once a blob is staged
+	size int64
+	seen map[string]blobRef
+	err  error // the first write that failed: commit reports it
 }
 
 func (s store) newBlobStage() *blobStage {
@@ -379,8 +387,7 @@ type packPart struct {
 }
 
 // put stages b and returns its reference, valid once commit succeeds.
-// b is written as it is at commit: it must not change until then. h is
-// its hash when the caller knows it ("": put computes it).
+// h is its hash when the caller knows it ("": put computes it).
 func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if !exists {
 		return blobRef{}, nil
@@ -388,10 +395,12 @@ func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	if h == "" {
 		h = hashBytes(b)
 	}
-	return bs.add(packPart{b: b}, int64(len(b)), h), nil
+	ref := bs.add(packPart{b: b}, int64(len(b)), h)
+	return ref, bs.err
 }
 
-// putString stages s like put, without copying it.
+// putString stages s like put, without copying it; a failed write is
+// reported by commit.
 func (bs *blobStage) putString(s string) blobRef {
 	return bs.add(packPart{s: s}, int64(len(s)), hashString(s))
 }
@@ -402,14 +411,44 @@ func (bs *blobStage) add(p packPart, n int64, h string) blobRef {
 	}
 	ref := blobRef{Exists: true, Hash: h}
 	if _, err := os.Stat(bs.s.blobPath(h)); err != nil {
-		if bs.name == "" {
-			bs.name = fmt.Sprintf("pack-%d-%s", time.Now().UnixNano(), randomHex(4))
-		}
+		bs.write(p)
 		ref.Pack, ref.Off, ref.Len = bs.name, bs.size, n
-		bs.parts, bs.size = append(bs.parts, p), bs.size+n
+		bs.size += n
 	}
 	bs.seen[h] = ref
 	return ref
+}
+
+// write appends p to the pack, making the pack on the first blob.
+func (bs *blobStage) write(p packPart) {
+	if bs.err != nil {
+		return
+	}
+	if bs.f == nil {
+		bs.name = fmt.Sprintf("pack-%d-%s", time.Now().UnixNano(), randomHex(4))
+		dir := bs.s.packDir()
+		if err := os.MkdirAll(dir, 0o700); err != nil { // load made it: one stat
+			bs.err = fmt.Errorf("blob store: %w", err)
+			return
+		}
+		// Under its final name at once: a pack is named afresh for each
+		// stage, and nothing refers to it before commit returns.
+		f, err := os.OpenFile(filepath.Join(dir, bs.name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			bs.err = fmt.Errorf("blob store: %w", err)
+			return
+		}
+		bs.f = f
+	}
+	var err error
+	if p.b != nil {
+		_, err = bs.f.Write(p.b)
+	} else {
+		_, err = bs.f.WriteString(p.s)
+	}
+	if err != nil {
+		bs.err = fmt.Errorf("blob store: write %s: %w", bs.f.Name(), err)
+	}
 }
 
 // okHunks counts the hunks of f that matched.
@@ -436,34 +475,15 @@ func hashString(s string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// commit writes the pack and makes it durable: the file, then its folder
-// (the entry that names it). Nothing staged, nothing written.
+// commit makes the pack durable: the file, then its folder (the entry
+// that names it). Nothing staged, nothing written. A failed stage is
+// removed.
 func (bs *blobStage) commit() error {
-	if len(bs.parts) == 0 {
-		return nil
+	if bs.f == nil {
+		return bs.err
 	}
-	dir := bs.s.packDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil { // load made it: one stat
-		return fmt.Errorf("blob store: %w", err)
-	}
-	// Under its final name at once: a pack is named afresh for each
-	// stage, and nothing refers to it before this returns (a pack half
-	// written by a killed process is an orphan, never read).
-	p := filepath.Join(dir, bs.name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("blob store: %w", err)
-	}
-	for _, part := range bs.parts {
-		if part.b != nil {
-			_, err = f.Write(part.b)
-		} else {
-			_, err = f.WriteString(part.s)
-		}
-		if err != nil {
-			break
-		}
-	}
+	f, err := bs.f, bs.err
+	bs.f = nil
 	if err == nil {
 		err = f.Sync()
 	}
@@ -471,14 +491,23 @@ func (bs *blobStage) commit() error {
 		err = cerr
 	}
 	if err == nil {
-		syncDir(dir)
+		syncDir(filepath.Dir(f.Name()))
+		return nil
 	}
-	bs.parts, bs.size = nil, 0
-	if err != nil {
-		os.Remove(p)
-		return fmt.Errorf("blob store: write %s: %w", p, err)
+	os.Remove(f.Name())
+	if bs.err == nil {
+		err = fmt.Errorf("blob store: write %s: %w", f.Name(), err)
 	}
-	return nil
+	return err
+}
+
+// abort removes a stage that will not be committed (a no-op once it is).
+func (bs *blobStage) abort() {
+	if bs.f != nil {
+		bs.f.Close()
+		os.Remove(bs.f.Name())
+		bs.f = nil
+	}
 }
 
 // syncDir makes the entries of dir durable; best effort, as in diffapply:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -134,16 +135,6 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	name := pt.name
 	writes := !o.check && !o.preview
-	if n := pt.len(); writes && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
-		// What a large patch holds at once through the engine (a file's
-		// text before and after, its as-applied diffs: docs/benchmarks.md)
-		// is about two and a half times the diff; the default GC lets the
-		// heap grow to twice what it holds. A soft limit at a few times
-		// the diff trims that headroom: the GC runs more often only near
-		// the limit (the runtime keeps it to about half the CPU should the
-		// patch hold more, such as a small diff of very large files).
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimitTimes * n))
-	}
 	if writes && jerr == nil {
 		// A run killed mid-commit left a journal: finish it first. What
 		// cannot be settled is reported here once (the journal is set
@@ -182,8 +173,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 			return err
 		}
 		p, err = diffapply.Plan(root, diff, opts)
-	} else if sa, err = planStreamed(root, pt, opts, ids, writes); err == nil {
+	} else if sa, err = planStreamed(root, pt, opts, ids, diffsToKeep(writes, pt.len())); err == nil {
 		p = sa.patch
+		defer sa.close()
 	}
 	if err == nil && len(p.Files) == 0 {
 		err = errors.New("no file left to patch (check --include/--exclude)")
@@ -221,16 +213,15 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		diffOf := func(f *diffapply.File) string { return f.Diff(ids) }
+		if n := pt.len(); sa != nil && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(softLimit(n, sa.afterSize)))
+		}
+		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
+			d := f.Diff(ids)
+			return int64(len(d)), func() (string, error) { return d, nil }
+		}
 		if sa != nil {
-			// Handed over, not kept: the engine holds each diff until its
-			// journal has it (ApplyPatchIDs), and a 50 MB patch's diffs
-			// should not live twice.
-			diffOf = func(f *diffapply.File) string {
-				d := sa.diffs[f]
-				delete(sa.diffs, f)
-				return d
-			}
+			diffOf = sa.asApplied
 		}
 		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
 		if !journalled && err == nil {
@@ -266,6 +257,19 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	return nil
 }
 
+// diffsToKeep is what a streamed plan keeps of each file's as-applied
+// diff: the engine records it when the patch is written, and from
+// spoolDiffsFrom they wait in a temporary file.
+func diffsToKeep(writes bool, size int64) keepDiffs {
+	switch {
+	case !writes:
+		return noDiffs
+	case size >= spoolDiffsFrom:
+		return diffsSpooled
+	}
+	return diffsInMemory
+}
+
 // Between these diff sizes smith apply lets its heap grow further
 // between collections (runApply).
 const (
@@ -273,12 +277,23 @@ const (
 	lazyGCBelow = 4 << 20
 )
 
-// From this diff size smith apply that writes sets a soft memory limit of
-// softLimitTimes the diff (runApply).
-const (
-	softLimitFrom  = 16 << 20
-	softLimitTimes = 4
-)
+// From this diff size smith apply that writes sets a soft memory limit
+// (softLimit).
+const softLimitFrom = 16 << 20
+
+// softLimit is the soft memory limit of smith apply writing a diff of
+// size bytes whose files hold after bytes once written. What such a patch
+// holds at once through the engine is every file's text after until the
+// commit, with one file's plan and diff at a time (docs/benchmarks.md:
+// about 2.2 times the diff at the most on the 55 MB benchmark), and the
+// default GC lets the heap grow to twice what it holds: the limit, two
+// and a half times the diff, trims that headroom, the GC running more
+// often only near it. It is never below twice the texts after, so that a
+// small diff of very large files, which must hold more, is not collected
+// without end.
+func softLimit(size, after int64) int64 {
+	return max(size*5/2, 2*after)
+}
 
 // applyJournalled applies the planned files through the workspace's engine
 // (the one a smith serve holds, or one opened here), as one group of
@@ -288,13 +303,16 @@ const (
 // opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
 //
-// diffOf gives a file's as-applied diff of the chosen hunks.
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) string) (bool, error) {
+// diffOf gives a file's as-applied diff of the chosen hunks: its size, and
+// its text, read when the engine records the file's change (an engine in
+// this process takes them one at a time: ApplyPatchSeq).
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, error))) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
 	}
 	var chs []protocol.Change
+	var texts []func() (string, error) // each change's diff
 	for _, f := range p.Files {
 		if f.Op == diffapply.OpCopy || f.Mode != 0 {
 			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, map[bool]string{true: "is a copy", false: "changes the file mode"}[f.Op == diffapply.OpCopy])
@@ -307,8 +325,9 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		if err != nil {
 			return false, nil
 		}
-		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify, Diff: diffOf(f)}
-		if ch.Diff == "" && f.Op == diffapply.OpModify {
+		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify}
+		size, text := diffOf(f)
+		if size == 0 && f.Op == diffapply.OpModify {
 			continue // its hunks change nothing: nothing to write or undo
 		}
 		switch f.Op {
@@ -323,7 +342,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			}
 			ch.Kind, ch.OldPath = protocol.ChangeRename, filepath.ToSlash(old)
 		}
-		chs = append(chs, ch)
+		chs, texts = append(chs, ch), append(texts, text)
 	}
 	if len(chs) == 0 {
 		return false, nil
@@ -335,18 +354,33 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	defer b.Close()
 	if q, ok := b.(patchIDsApplier); ok {
-		_, err = q.ApplyPatchIDs(ctx, "", chs)
-	} else {
-		_, err = b.ApplyPatch(ctx, "", chs)
+		_, err = q.ApplyPatchSeq(ctx, "", func(yield func(protocol.Change, error) bool) {
+			for i, ch := range chs {
+				var err error
+				ch.Diff, err = texts[i]()
+				texts[i] = nil
+				if !yield(ch, err) || err != nil {
+					return
+				}
+			}
+		})
+		return true, err
 	}
+	for i := range chs {
+		if chs[i].Diff, err = texts[i](); err != nil {
+			return true, err
+		}
+	}
+	_, err = b.ApplyPatch(ctx, "", chs)
 	return true, err
 }
 
 // patchIDsApplier is an engine in this process (*daemon.Engine): the
 // report is smith apply's own, so the engine need not present the
-// changes it applied (plan each again) to return them.
+// changes it applied (plan each again) to return them, and it takes them
+// one at a time, so that a large patch's diffs are not all held at once.
 type patchIDsApplier interface {
-	ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error)
+	ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error)
 }
 
 // The engine in this process takes the short way (a rename of the method

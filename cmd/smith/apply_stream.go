@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -21,12 +22,72 @@ type streamedApply struct {
 	writesErr error // what Patch.Writes(ids) would return
 	writes    int   // how many writes it would return
 	diffs     map[*diffapply.File]string
+	// A large diff's as-applied diffs wait in an unlinked temporary file
+	// (spool, at spooled) until the engine asks for each: together they
+	// can be twice the diff (go-udiff's diff of a large file rewrites
+	// most of it), and the engine needs one at a time.
+	spool   *os.File
+	spooled map[*diffapply.File]spoolRange
+	// afterSize sums the texts after of the files whose diffs are kept:
+	// what the engine holds until its commit (softLimit).
+	afterSize int64
 }
 
-// planStreamed plans diff file by file. withDiffs keeps each file's
-// as-applied diff of the chosen hunks (for the engine).
-func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, withDiffs bool) (*streamedApply, error) {
-	sa := &streamedApply{diffs: map[*diffapply.File]string{}}
+// spoolRange is where a file's as-applied diff is in the spool.
+type spoolRange struct{ off, n int64 }
+
+// spoolDiffsFrom is the diff size from which the as-applied diffs are
+// spooled (streamedApply.spool): the size from which the diff itself is
+// read in pieces.
+const spoolDiffsFrom = spillAt
+
+// asApplied gives f's as-applied diff of the chosen hunks: its size, and
+// its text when the engine asks for it (once: what it held is let go).
+func (sa *streamedApply) asApplied(f *diffapply.File) (int64, func() (string, error)) {
+	if r, ok := sa.spooled[f]; ok {
+		return r.n, func() (string, error) {
+			b := make([]byte, r.n)
+			if _, err := sa.spool.ReadAt(b, r.off); err != nil {
+				return "", fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
+			}
+			return string(b), nil
+		}
+	}
+	d := sa.diffs[f]
+	delete(sa.diffs, f) // handed over, not kept: the engine holds it until its journal has it
+	return int64(len(d)), func() (string, error) { return d, nil }
+}
+
+// close removes the spool.
+func (sa *streamedApply) close() {
+	if sa != nil && sa.spool != nil {
+		sa.spool.Close()
+	}
+}
+
+// keepDiffs says what planStreamed keeps of each file's as-applied diff
+// of the chosen hunks (for the engine): nothing, the text, or its place in
+// the spool.
+type keepDiffs int
+
+const (
+	noDiffs keepDiffs = iota
+	diffsInMemory
+	diffsSpooled
+)
+
+// planStreamed plans diff file by file, keeping each file's as-applied
+// diff as keep says.
+func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs) (*streamedApply, error) {
+	sa := &streamedApply{diffs: map[*diffapply.File]string{}, spooled: map[*diffapply.File]spoolRange{}}
+	withDiffs := keep != noDiffs
+	spoolAt := int64(0)
+	if keep == diffsSpooled {
+		if f, err := os.CreateTemp("", "smith-apply-*.diffs"); err == nil {
+			os.Remove(f.Name()) // nothing to clean up, whatever happens
+			sa.spool = f
+		} // else they are held in memory, as for a smaller diff
+	}
 	var files []*diffapply.File
 	var bad []*diffapply.Hunk
 	var firstErr error
@@ -41,6 +102,19 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		if withDiffs && selectsFile(f, ids) {
+			sa.afterSize += int64(len(f.After))
+		}
+		switch {
+		case !withDiffs || !selectsFile(f, ids):
+		case sa.spool != nil:
+			diff := f.Diff(ids)
+			if n, err := sa.spool.WriteAt([]byte(diff), spoolAt); err != nil {
+				sa.diffs[d] = diff // the temporary file is full: held in memory after all
+			} else {
+				sa.spooled[d] = spoolRange{spoolAt, int64(n)}
+				spoolAt += int64(n)
+			}
+		default:
 			// A copy of exactly its size: the builder behind it doubled.
 			sa.diffs[d] = strings.Clone(f.Diff(ids))
 		}
@@ -55,6 +129,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		p, err = diffapply.PlanFiles(root, pt.data, opts, yield)
 	}
 	if err != nil {
+		sa.close()
 		return nil, err
 	}
 	p.Files = files

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/smith-dev/smith/diffapply"
 )
 
 // TestApplyStreamsBigDiff applies a diff big enough to be planned file by
@@ -218,5 +222,86 @@ func TestApplyChecksHugeDiffInPieces(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in the temporary folder: %v", ents)
+	}
+}
+
+// TestSpooledDiffsAreTheDiffs: the as-applied diffs a large patch keeps in
+// a temporary file (diffsSpooled) are, file by file, what it would keep
+// in memory and what the file's plan gives (File.Diff), with their sizes;
+// the file has no name left in the file system, and each diff held in
+// memory is let go once handed over.
+func TestSpooledDiffsAreTheDiffs(t *testing.T) {
+	root := t.TempDir()
+	var diff strings.Builder
+	for i := range 3 {
+		name := fmt.Sprintf("d%d/f.txt", i)
+		var before strings.Builder
+		for k := range 200 {
+			fmt.Fprintf(&before, "line %d of %s\n", k, name)
+		}
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(before.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&diff, "--- a/%s\n+++ b/%s\n", name, name)
+		for k := 20; k < 200; k += 40 {
+			fmt.Fprintf(&diff, "@@ -%d,3 +%d,3 @@\n line %d of %s\n-line %d of %s\n+LINE %d of %s\n line %d of %s\n", k, k, k-1, name, k, name, k, name, k+1, name)
+		}
+	}
+	whole, err := diffapply.Plan(root, []byte(diff.String()), diffapply.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(keep keepDiffs) *streamedApply {
+		t.Helper()
+		sa, err := planStreamed(root, &patchText{name: "p", data: []byte(diff.String())}, diffapply.Options{}, nil, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sa.close)
+		if len(sa.patch.Files) != len(whole.Files) {
+			t.Fatalf("%d files planned, want %d", len(sa.patch.Files), len(whole.Files))
+		}
+		return sa
+	}
+	mem, spooled := plan(diffsInMemory), plan(diffsSpooled)
+	if spooled.spool == nil || len(spooled.spooled) != len(whole.Files) || len(spooled.diffs) != 0 {
+		t.Fatalf("spooled plan: spool %v, %d spooled, %d in memory; want all %d spooled", spooled.spool != nil, len(spooled.spooled), len(spooled.diffs), len(whole.Files))
+	}
+	if _, err := os.Stat(spooled.spool.Name()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the spool %s still has a name: %v", spooled.spool.Name(), err)
+	}
+	for i, f := range whole.Files {
+		want := f.Diff(nil)
+		for name, sa := range map[string]*streamedApply{"in memory": mem, "spooled": spooled} {
+			n, text := sa.asApplied(sa.patch.Files[i])
+			got, err := text()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want || n != int64(len(want)) {
+				t.Errorf("%s: %s: as-applied diff of %d bytes (said %d), want %d bytes:\n%s", name, f.Path, len(got), n, len(want), got)
+			}
+		}
+	}
+	if len(mem.diffs) != 0 {
+		t.Errorf("%d diffs still held in memory after they were handed over", len(mem.diffs))
+	}
+}
+
+// TestSoftLimitCoversTheTextsAfter: the soft memory limit of a large
+// apply is two and a half times the diff, and never below twice what the
+// engine must hold of the files after (a small diff of large files).
+func TestSoftLimitCoversTheTextsAfter(t *testing.T) {
+	for _, c := range []struct{ size, after, want int64 }{
+		{size: 100 << 20, after: 60 << 20, want: 250 << 20},
+		{size: 20 << 20, after: 1 << 30, want: 2 << 30},
+	} {
+		if got := softLimit(c.size, c.after); got != c.want {
+			t.Errorf("softLimit(%d, %d) = %d, want %d", c.size, c.after, got, c.want)
+		}
 	}
 }
