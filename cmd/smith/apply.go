@@ -169,17 +169,13 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	var sa *streamedApply
 	var lim *memLimit
 	if n := pt.len(); writes && !o.json && !o.preview && n >= softLimitFrom && s.Getenv("GOMEMLIMIT") == "" {
-		lim = &memLimit{diff: n}
-		lim.set = lim.value()
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim.set))
-		if s.Getenv("GOGC") == "" {
-			// Collected at the limit only, not each time the heap
-			// doubles: what a large apply holds is small beside the
-			// limit most of the time, and the default collected several
-			// times as often, each time scanning the report's hunks
-			// (55 MB diff: 1.4x the CPU of collecting at the limit).
-			defer debug.SetGCPercent(debug.SetGCPercent(-1))
-		}
+		// Collected at the limit only (unless GOGC is set), not each
+		// time the heap doubles: what a large apply holds is small beside
+		// the limit most of the time, and the default collected several
+		// times as often, each time scanning the report's hunks (55 MB
+		// diff: 1.4x the CPU of collecting at the limit).
+		lim = newMemLimit(n, s.Getenv("GOGC") == "")
+		defer lim.lift()
 	}
 	if o.json || o.preview {
 		var diff []byte
@@ -234,8 +230,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		if sa != nil {
 			diffOf = sa.asApplied
 		}
-		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf)
+		journalled, err := applyJournalled(ctx, s, root, p, ids, diffOf, lim)
 		if !journalled && err == nil {
+			lim.lift() // planned again whole, it holds what the limit did not count
 			if sa != nil {
 				err = sa.apply(ctx, root, pt, opts, ids, journalOrEmpty(journal, jerr))
 			} else {
@@ -307,6 +304,36 @@ type memLimit struct {
 	after int64 // the texts after of the files planned so far for the engine
 	file  int64 // the largest file planned so far, before and after
 	set   int64 // the limit in force
+	// The process's settings before, put back by lift; gc is -2 when the
+	// GC percent was left alone.
+	limit0, gc0 int64
+	lifted      bool
+}
+
+// newMemLimit sets the limit for a diff of size bytes; gcOff collects at
+// the limit only.
+func newMemLimit(size int64, gcOff bool) *memLimit {
+	l := &memLimit{diff: size, gc0: -2}
+	l.set = l.value()
+	l.limit0 = debug.SetMemoryLimit(l.set)
+	if gcOff {
+		l.gc0 = int64(debug.SetGCPercent(-1))
+	}
+	return l
+}
+
+// lift puts the process's settings back: at the end, or when the apply
+// must hold what the limit does not count (every diff at once for a smith
+// serve, a whole plan to write without the engine). Once is enough.
+func (l *memLimit) lift() {
+	if l == nil || l.lifted {
+		return
+	}
+	l.lifted = true
+	debug.SetMemoryLimit(l.limit0)
+	if l.gc0 != -2 {
+		debug.SetGCPercent(int(l.gc0))
+	}
 }
 
 func (l *memLimit) value() int64 { return max(l.diff*5/2, 2*l.after, 3*l.file) }
@@ -314,7 +341,7 @@ func (l *memLimit) value() int64 { return max(l.diff*5/2, 2*l.after, 3*l.file) }
 // grow accounts for a planned file (kept: its text after goes to the
 // engine) and raises the limit when it must.
 func (l *memLimit) grow(f *diffapply.File, kept bool) {
-	if l == nil {
+	if l == nil || l.lifted {
 		return
 	}
 	if kept {
@@ -338,7 +365,9 @@ func (l *memLimit) grow(f *diffapply.File, kept bool) {
 // diffOf gives a file's as-applied diff of the chosen hunks: its size, and
 // its text, read when the engine records the file's change (an engine in
 // this process takes them one at a time: ApplyPatchSeq).
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, error))) (bool, error) {
+//
+// lim (nil: none) is lifted when the diffs must all be read at once.
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, error)), lim *memLimit) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
@@ -398,6 +427,8 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		})
 		return true, err
 	}
+	// A smith serve records them: every diff is sent at once.
+	lim.lift()
 	for i := range chs {
 		if chs[i].Diff, err = texts[i](); err != nil {
 			return true, err

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -223,6 +224,65 @@ func TestApplyChecksHugeDiffInPieces(t *testing.T) {
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("left in the temporary folder: %v", ents)
 	}
+
+	// Written through the engine: the as-applied diffs wait in a spool,
+	// handed over one at a time under the memory limit; every file gets
+	// its result, the report is --check's, and smith undo takes it back.
+	before := snapshotTree(t, ws)
+	smith := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string {
+			if k == "XDG_STATE_HOME" {
+				return filepath.Join(dir, "state")
+			}
+			return ""
+		}}
+		if code := run(args, s); code != 0 {
+			t.Fatalf("smith %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+		}
+		return out.String()
+	}
+	out := smith("apply", "-C", ws, patch)
+	if want := strings.ReplaceAll(fromFile, " applies at ", " applied at "); !strings.HasPrefix(out, strings.TrimSuffix(want, "\n")) {
+		t.Errorf("the apply's report is not --check's")
+	}
+	after := snapshotTree(t, ws)
+	for name, text := range before {
+		if n := strings.Count(after[name], " // changed\n"); n != (lines-6)/10+1 && n != (lines-6)/10 {
+			t.Errorf("%s after the apply has %d changed lines", name, n)
+		}
+		if after[name] == text {
+			t.Errorf("%s was not written", name)
+		}
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in the temporary folder after the apply: %v", ents)
+	}
+	smith("undo", "-C", ws)
+	if d := cmp.Diff(before, snapshotTree(t, ws)); d != "" {
+		t.Errorf("smith undo did not restore the files (-before +after):\n%.2000s", d)
+	}
+}
+
+// snapshotTree maps each file under root (slash-separated, relative) to
+// its text.
+func snapshotTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		m[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestSpooledDiffsAreTheDiffs: the as-applied diffs a large patch keeps in
@@ -308,5 +368,25 @@ func TestMemLimitCoversWhatTheApplyHolds(t *testing.T) {
 		if got := c.l.value(); got != c.want {
 			t.Errorf("%+v: limit %d, want %d", c.l, got, c.want)
 		}
+	}
+}
+
+// TestMemLimitIsLifted: the limit and the GC setting of a large apply
+// are the process's again once lifted (at the end, or when the apply must
+// hold what the limit does not count), and a second lift changes nothing.
+func TestMemLimitIsLifted(t *testing.T) {
+	limit0, gc0 := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc0)
+	l := newMemLimit(100<<20, true)
+	if got := debug.SetMemoryLimit(-1); got != 250<<20 {
+		t.Errorf("limit while applying: %d, want %d", got, 250<<20)
+	}
+	l.lift()
+	l.lift()
+	if got := debug.SetMemoryLimit(-1); got != limit0 {
+		t.Errorf("limit after lift: %d, want %d", got, limit0)
+	}
+	if got := debug.SetGCPercent(gc0); got != gc0 {
+		t.Errorf("GC percent after lift: %d, want %d", got, gc0)
 	}
 }
