@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,15 @@ serve.sock, and both editors share one engine with the holder's settings
 				if f := cmd.Flags().Lookup(flag); f.Changed {
 					o.settings[key] = f.Value.String()
 				}
+			}
+			if os.Getenv("GOMAXPROCS") == "" {
+				// A relay waits far more than it computes: with one P the
+				// runtime does not wake a second thread to spin for work
+				// at every event. At 1 000 events/s that was a quarter of
+				// serve's CPU, at 100 000/s one core still keeps up
+				// (docs/benchmarks.md, "smith serve"). GOMAXPROCS set by
+				// the user wins.
+				runtime.GOMAXPROCS(1)
 			}
 			return serveRun(cmd.Context(), s, o)
 		},
