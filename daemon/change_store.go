@@ -117,11 +117,10 @@ func (cs *changeStore) applySnapshot(id string) (*changeRecord, changeRecord, er
 	if err != nil {
 		return nil, changeRecord{}, err
 	}
+	s := c.copyOf()
 	if c.planned == nil {
-		return c, c.snapshot(), nil
+		s.loadDiff()
 	}
-	s := *c
-	s.Hunks = slices.Clone(c.Hunks)
 	return c, s, nil
 }
 

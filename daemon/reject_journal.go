@@ -293,9 +293,16 @@ func (e *Engine) settle(r *undoRecord) {
 // snapshot copies a record so that it can be used without e.cs.mu, with
 // its diff read back from the blob store when it is kept there.
 func (c *changeRecord) snapshot() changeRecord {
+	s := c.copyOf()
+	s.loadDiff()
+	return s
+}
+
+// copyOf is a copy of c that shares no hunk with it; its diff is what c
+// holds (maybe only a reference: see loadDiff).
+func (c *changeRecord) copyOf() changeRecord {
 	s := *c
 	s.Hunks = slices.Clone(c.Hunks)
-	s.loadDiff()
 	return s
 }
 

@@ -414,7 +414,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		return false, nil
 	}
 	defer b.Close()
-	if q, ok := b.(patchIDsApplier); ok {
+	if q, ok := b.(patchSeqApplier); ok {
 		_, err = q.ApplyPatchSeq(ctx, "", func(yield func(protocol.Change, error) bool) {
 			for i, ch := range chs {
 				var err error
@@ -438,17 +438,17 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	return true, err
 }
 
-// patchIDsApplier is an engine in this process (*daemon.Engine): the
+// patchSeqApplier is an engine in this process (*daemon.Engine): the
 // report is smith apply's own, so the engine need not present the
 // changes it applied (plan each again) to return them, and it takes them
 // one at a time, so that a large patch's diffs are not all held at once.
-type patchIDsApplier interface {
+type patchSeqApplier interface {
 	ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error)
 }
 
 // The engine in this process takes the short way (a rename of the method
 // must not silently lose it).
-var _ patchIDsApplier = (*localBackend)(nil)
+var _ patchSeqApplier = (*localBackend)(nil)
 
 // openWorkspaceEngine opens the engine of workspace ws with its settings:
 // the one a smith serve holds, or one in this process. Opening it settles
