@@ -108,12 +108,71 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 	}
 	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
 		e.takeBack(ctx, label, done, byEd)
-		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
-			return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
-		}
-		return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
+		return commitError(disk, err)
 	}
 	return nil
+}
+
+// commitError is the error of a disk commit that wrote nothing.
+func commitError(disk []diffapply.Write, err error) error {
+	if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+		return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
+	}
+	return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
+}
+
+// onDisk reports whether every write of a batch goes to disk (no editor
+// has its file open).
+func onDisk(ws []*fileWrite) bool {
+	for _, w := range ws {
+		if w.tg.open {
+			return false
+		}
+	}
+	return true
+}
+
+// commitLogged writes a batch that goes to disk only, with one
+// write-ahead record: the undo records (recs, one per write, in order),
+// the blobs they staged in bs, and the disk commit's journal are saved
+// together, durably, once the commit has read and checked every target
+// and before it creates anything (diffapply.CommitLogged); a crash after
+// that is settled at the next start from the state file alone
+// (settleTxn), and the commit needs no journal folder of its own. logged
+// reports whether that record was saved (else nothing was journalled:
+// the records were never on disk).
+func (e *Engine) commitLogged(ctx context.Context, bs *blobStage, recs []*undoRecord, ws []*fileWrite) (logged bool, err error) {
+	disk := make([]diffapply.Write, 0, len(ws))
+	seqs := make([]int, len(recs))
+	for i, w := range ws {
+		dw, err := e.diskWrite(w)
+		if err != nil {
+			bs.abort()
+			return false, err
+		}
+		disk = append(disk, dw)
+		w.via = "disk"
+		seqs[i] = recs[i].Seq
+	}
+	var logErr error
+	err = e.ws.fs.CommitLogged(ctx, disk, func(j *diffapply.Journal) error {
+		if logErr = e.saveUndos(bs, &txnRecord{Journal: *j, Undo: seqs}, recs...); logErr != nil {
+			return logErr
+		}
+		logged = true
+		for _, w := range ws {
+			w.dropBefore()
+		}
+		return nil
+	})
+	bs.abort() // the pack of a commit refused before its record (a no-op once committed)
+	switch {
+	case err == nil:
+		return true, nil
+	case logErr != nil:
+		return false, logErr
+	}
+	return logged, commitError(disk, err)
 }
 
 // diskWrite is w as a diffapply write guarded by the hash of what smith
@@ -350,7 +409,7 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	// Each file's text before goes to the journal's pack as its change is
 	// prepared, and a disk write lets go of it there (stageBefore): a
 	// patch of many large files does not hold them all until the save.
-	bs := e.store.newBlobStage()
+	bs := e.cs.undoStage()
 	for _, id := range changeIDs {
 		st, err := e.prepareApply(p, id, nil)
 		if err != nil {
@@ -393,7 +452,7 @@ func (w *fileWrite) stageBefore(bs *blobStage) error {
 func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool, bs *blobStage) ([]Change, error) {
 	group := e.cs.newUndoGroup()
 	if bs == nil {
-		bs = e.store.newBlobStage()
+		bs = e.cs.undoStage()
 	}
 	var ws []*fileWrite
 	for _, st := range steps {
@@ -414,15 +473,26 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	for _, st := range steps {
 		recs = append(recs, st.recs...)
 	}
-	if err := e.saveUndos(bs, recs...); err != nil {
-		return nil, err
-	}
-	for _, w := range ws {
-		w.dropBefore()
-	}
-	if err := e.writeBatch(ctx, label, ws); err != nil {
-		e.failUndo(steps)
-		return nil, err
+	if onDisk(ws) {
+		if logged, err := e.commitLogged(ctx, bs, recs, ws); err != nil {
+			if logged {
+				e.failUndo(steps)
+			} else {
+				e.cs.dropUndos(recs)
+			}
+			return nil, err
+		}
+	} else {
+		if err := e.saveUndos(bs, nil, recs...); err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			w.dropBefore()
+		}
+		if err := e.writeBatch(ctx, label, ws); err != nil {
+			e.failUndo(steps)
+			return nil, err
+		}
 	}
 	if err := e.cs.applied(steps); err != nil {
 		e.log.Error("save state", "err", err)

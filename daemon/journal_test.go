@@ -193,7 +193,7 @@ func TestStateVersion1IsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), "x a line") || !strings.Contains(string(b), `"version":2`) {
+	if strings.Contains(string(b), "x a line") || !strings.Contains(string(b), fmt.Sprintf(`"version":%d`, stateVersion)) {
 		t.Errorf("state.json after a save:\n%.300s", b)
 	}
 	if _, snap, _ = cs.recordSnapshot("c1"); snap.Diff != diff || snap.diffErr != nil {
