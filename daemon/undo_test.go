@@ -27,7 +27,8 @@ const undoSmall = 2 << 10
 // patchFixture applies, through ApplyPatchIDs as smith apply does, a
 // patch of four files: a large and a small file changed, a large file
 // deleted and a large file created. It returns the files before the
-// patch and after it ("" for a file that does not exist).
+// patch and after it ("" for a file that does not exist). ed, when given,
+// is attached once the patch is applied.
 func patchFixture(t *testing.T, holdBelow int, ed Editor) (f *fixture, before, after map[string]string) {
 	t.Helper()
 	big, small, gone := bigFile("big.txt", 200), "one\ntwo\nthree\n", bigFile("gone.txt", 150)
@@ -36,9 +37,6 @@ func patchFixture(t *testing.T, holdBelow int, ed Editor) (f *fixture, before, a
 	}
 	f = newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"big.txt": big, "small.txt": small, "gone.txt": gone}, mutate: func(c *Config) { c.NoWatch = true }})
 	f.e.holdBelow = holdBelow
-	if ed != nil {
-		f.e.Attach(ed)
-	}
 	created := bigFile("new.txt", 120)
 	after = map[string]string{"big.txt": editEvery(big, "x", 7), "small.txt": "one\nTWO\nthree\n", "gone.txt": "", "new.txt": created}
 	chs := []protocol.Change{
@@ -52,6 +50,11 @@ func patchFixture(t *testing.T, holdBelow int, ed Editor) (f *fixture, before, a
 	}
 	before = map[string]string{"big.txt": big, "small.txt": small, "gone.txt": gone, "new.txt": ""}
 	assertTexts(t, f, "after the patch", after)
+	if ed != nil {
+		// Attached after the apply, so that it gets only the undo's
+		// notifications (the apply's were sent before it was there).
+		f.e.Attach(ed)
+	}
 	return f, before, after
 }
 
