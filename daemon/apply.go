@@ -34,6 +34,21 @@ type fileWrite struct {
 	before     blobRef // where the journal keeps tg's text (addUndo)
 	staged     bool    // before is staged already (stageBefore)
 	via        string  // "editor" | "disk", set by writeBatch
+	// nextFrom gives next when it is not held (next nil, nextHash set):
+	// the undo of a large file on disk, whose text before the disk
+	// commit reads from the journal as it writes that file.
+	nextFrom func() ([]byte, error)
+	// beforeFrom gives tg's text when it is not held and the journal does
+	// not keep it (the undo of a large file: spareFile).
+	beforeFrom func() ([]byte, error)
+}
+
+// nextContentHash is contentHash of what w writes.
+func (w *fileWrite) nextContentHash() string {
+	if w.next == nil && w.nextFrom != nil && w.nextExists {
+		return w.nextHash
+	}
+	return contentHash(w.next, w.nextExists)
 }
 
 // dropBefore lets go of the text w replaces once the journal holds it,
@@ -189,13 +204,17 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
-	if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
+	if w.beforeFrom != nil {
+		dw.Before = w.beforeFrom
+	} else if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
 		// A large file's text before is in the journal's pack: the commit
 		// need not hold it beside the new text, only take it back from
 		// there to roll back.
 		dw.Before = func() ([]byte, error) { return e.store.getBlob(ref) }
 	}
-	if w.nextExists {
+	if w.nextExists && w.next == nil && w.nextFrom != nil {
+		dw.ContentFrom, dw.ContentHash = w.nextFrom, diffapply.HashOfDigest(w.nextHash)
+	} else if w.nextExists {
 		dw.Content = w.next
 		if dw.Content == nil {
 			dw.Content = []byte{} // nil would delete
@@ -536,23 +555,17 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The texts of large files smith wrote, kept while the undo may roll
+	// back (undoWrite).
+	spare := &spareFile{dir: e.store.dir}
+	defer spare.close()
 	var ws []*fileWrite
 	for _, r := range recs {
-		tg, err := e.current(p, r.Path)
+		w, err := e.undoWrite(p, r, spare)
 		if err != nil {
 			return nil, err
 		}
-		if tg.open && !r.After.Exists {
-			tg = e.deletedBehindBuffer(r, tg)
-		}
-		if !r.After.matches(tg.text, tg.exists) {
-			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
-		}
-		before, err := e.store.getBlob(r.Before)
-		if err != nil {
-			return nil, err
-		}
-		ws = append(ws, &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, next: before, nextExists: r.Before.Exists})
+		ws = append(ws, w)
 	}
 	label := "smith: undo " + recs[0].ChangeID
 	if len(recs) > 1 {
@@ -562,14 +575,20 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 		return nil, err
 	}
 	after := make([]string, len(recs))
-	for i := range recs {
-		after[i] = contentHash(ws[i].next, ws[i].nextExists)
+	for i, w := range ws {
+		after[i] = w.nextContentHash()
 	}
 	if err := e.cs.undone(recs, after); err != nil {
 		e.log.Error("save state", "err", err)
 	}
+	// Each view plans its change against its file again: the changes
+	// before the last are presented only to listening editors.
+	listened := e.listened()
 	var last *Change
 	for i, r := range recs {
+		if i < len(recs)-1 && !listened {
+			continue
+		}
 		last = e.announce(r.ChangeID, ws[i])
 	}
 	return last, nil

@@ -43,7 +43,17 @@ type Write struct {
 	// read are refused. A patch of many large files is otherwise held
 	// twice over: every file's new content and every old one.
 	Before func() ([]byte, error)
+	// ContentFrom, when set (Content nil), gives the new content when the
+	// commit writes the target's temp file, which lets go of it at once:
+	// a commit of many large files (an undo, whose contents are in its
+	// journal) then holds one of them at a time, not all until the first
+	// rename. ContentHash must be set: the journal records it before the
+	// content is asked for. The write is not a deletion.
+	ContentFrom func() ([]byte, error)
 }
+
+// writes reports whether w writes content (else it deletes the file).
+func (w *Write) writes() bool { return w.Content != nil || w.ContentFrom != nil }
 
 // The journal of one transaction is a directory journalDir/tx-*/ holding
 // manifest.json (and, only while a failed commit is undone, a backup of
@@ -485,11 +495,14 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		if w.ExpectHash != "" && w.ExpectHash != got {
 			return nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}
 		}
-		if w.Content == nil && !e.Existed {
+		if !w.writes() && !e.Existed {
 			return nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
 		}
 		e.Before, e.After = got, HashAbsent
-		if w.Content != nil {
+		if w.Content == nil && w.ContentFrom != nil && w.ContentHash == "" {
+			return nil, fmt.Errorf("%s: a content given later needs its hash", rel)
+		}
+		if w.writes() {
 			e.After = w.ContentHash
 			if e.After == "" {
 				e.After = Hash(w.Content)
@@ -527,7 +540,17 @@ func (t *txn) stage(writes []Write) error {
 		if mode == 0 {
 			mode = e.Mode
 		}
-		f, err := createFile(t.d, e.Temp, writes[i].Content, mode)
+		content := writes[i].Content
+		if content == nil && writes[i].ContentFrom != nil {
+			var err error
+			if content, err = writes[i].ContentFrom(); err != nil {
+				return fmt.Errorf("the content of %s: %w", e.Path, err)
+			}
+			if content == nil {
+				content = []byte{}
+			}
+		}
+		f, err := createFile(t.d, e.Temp, content, mode)
 		if err != nil {
 			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
 		}

@@ -224,7 +224,7 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		res.Result = "preview"
 	case writes:
 		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
-			d := f.Diff(ids)
+			d := f.AppliedDiff(ids)
 			return int64(len(d)), func() (string, error) { return d, nil }
 		}
 		if sa != nil {

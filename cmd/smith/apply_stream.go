@@ -102,7 +102,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		switch {
 		case !withDiffs || !selectsFile(f, ids):
 		case sa.spool != nil:
-			diff := f.Diff(ids)
+			diff := f.AppliedDiff(ids)
 			if n, err := sa.spool.WriteAt([]byte(diff), spoolAt); err != nil {
 				sa.diffs[d] = diff // the temporary file is full: held in memory after all
 			} else {
@@ -110,8 +110,9 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 				spoolAt += int64(n)
 			}
 		default:
-			// A copy of exactly its size: the builder behind it doubled.
-			sa.diffs[d] = strings.Clone(f.Diff(ids))
+			// A copy of exactly its size: the buffer behind it was sized
+			// generously.
+			sa.diffs[d] = strings.Clone(f.AppliedDiff(ids))
 		}
 		files = append(files, d)
 		return nil
