@@ -318,7 +318,7 @@ type undoRecord struct {
 // blobRef names file content: absent, or the sha256 of bytes kept in the
 // reference itself (Inline: a small text before a write, inlineBelow), or
 // in blobs/: loose under their hash, or at Off (Len bytes) in the pack
-// blobs/Pack (blobStage).
+// blobs/Pack (blobStage). Len is the size of an inline text too.
 type blobRef struct {
 	Exists bool   `json:"exists"`
 	Hash   string `json:"hash,omitempty"`
@@ -439,7 +439,7 @@ func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	}
 	if n := int64(len(b)); n <= inlineBelow && n <= bs.inline {
 		bs.inline -= n
-		return blobRef{Exists: true, Hash: h, Inline: b}, nil
+		return blobRef{Exists: true, Hash: h, Len: n, Inline: b}, nil
 	}
 	ref := bs.add(packPart{b: b}, int64(len(b)), h)
 	return ref, bs.err
