@@ -572,6 +572,9 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 		label = fmt.Sprintf("smith: undo %d changes", len(recs))
 	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
+		if je := (journalError{}); errors.As(err, &je) {
+			return nil, je.err // nothing was written
+		}
 		return nil, err
 	}
 	after := make([]string, len(recs))

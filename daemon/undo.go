@@ -43,10 +43,24 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare *spareFile) (*fileWrite
 	if r.Before.Exists {
 		ref := r.Before
 		w.nextHash = ref.Hash
-		w.nextFrom = func() ([]byte, error) { return e.store.getBlob(ref) }
+		w.nextFrom = func() ([]byte, error) {
+			b, err := e.store.getBlob(ref)
+			if err != nil {
+				return nil, journalError{err}
+			}
+			return b, nil
+		}
 	}
 	return w, nil
 }
+
+// journalError is the journal failing to give the bytes an undo restores
+// while the disk commit writes them: Undo reports it as it is, as when it
+// reads them before the commit (a small file), not as a failed write.
+type journalError struct{ err error }
+
+func (e journalError) Error() string { return e.err.Error() }
+func (e journalError) Unwrap() error { return e.err }
 
 // spareFile keeps texts an undo replaces while the disk commit may roll
 // back: an unlinked temporary file in the state folder, so that it is

@@ -301,3 +301,54 @@ func TestUndoWriteOfALargeFileHoldsNoText(t *testing.T) {
 		t.Errorf("the spare file left %v in the state folder", left)
 	}
 }
+
+// TestUndoWithADamagedJournalWritesNothing: when the journal's copy of a
+// file's text before is damaged, the undo of the patch is refused with
+// the journal's error, the same whether that file is held (read before
+// the commit) or streamed (read while the commit writes it), and nothing
+// is written: files, state file and state folder are as they were.
+func TestUndoWithADamagedJournalWritesNothing(t *testing.T) {
+	t.Parallel()
+	var errs [2]string
+	for i, hold := range []int{math.MaxInt, undoSmall} {
+		f, _, after := patchFixture(t, hold, nil)
+		f.e.cs.mu.Lock()
+		var ref blobRef
+		for _, r := range f.e.cs.st.Undo {
+			if r.Rel == "big.txt" {
+				ref = r.Before
+			}
+		}
+		f.e.cs.mu.Unlock()
+		if ref.Pack == "" {
+			t.Fatalf("big.txt's text before is not in a pack: %+v", ref)
+		}
+		pack, err := os.OpenFile(filepath.Join(f.e.store.packDir(), ref.Pack), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pack.WriteAt([]byte("#"), ref.Off+ref.Len/2); err != nil {
+			t.Fatal(err)
+		}
+		pack.Close()
+		state, err := os.ReadFile(filepath.Join(f.e.StateDir(), "state.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.e.Undo(context.Background(), "")
+		if err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Fatalf("hold below %d: undo with a damaged journal = %v, want the damage said", hold, err)
+		}
+		errs[i] = err.Error()
+		assertTexts(t, f, "after the refused undo", after)
+		if now, _ := os.ReadFile(filepath.Join(f.e.StateDir(), "state.json")); string(now) != string(state) {
+			t.Errorf("hold below %d: the refused undo rewrote the state file", hold)
+		}
+		if left := stateLeft(t, f); len(left) != 0 {
+			t.Errorf("hold below %d: the refused undo left %v in the state folder", hold, left)
+		}
+	}
+	if errs[0] != errs[1] {
+		t.Errorf("the refusals differ:\nheld:     %s\nstreamed: %s", errs[0], errs[1])
+	}
+}
