@@ -603,7 +603,13 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
 func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
-	out, _, err := e.applyPatch(ctx, dialogID, slices.Values(chs), true, nil)
+	out, _, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
+		for _, ch := range chs {
+			if !yield(PlannedChange{Change: ch}) {
+				return
+			}
+		}
+	}, true, nil)
 	return out, err
 }
 
@@ -617,9 +623,9 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // once the journal has it (a 50 MB patch's diffs are held once, not until
 // the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
-	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
 		for i := range chs {
-			if !yield(chs[i]) {
+			if !yield(PlannedChange{Change: chs[i]}) {
 				return
 			}
 			chs[i] = protocol.Change{}
@@ -634,8 +640,38 @@ func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []proto
 // them back from a temporary file). An error chs gives stops the patch:
 // nothing is written and the changes recorded so far are rejected.
 func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
+	return e.ApplyPlannedSeq(ctx, dialogID, func(yield func(PlannedChange, error) bool) {
+		for ch, err := range chs {
+			if !yield(PlannedChange{Change: ch}, err) {
+				return
+			}
+		}
+	})
+}
+
+// PlannedChange is a change of a patch with the caller's plan of its
+// diff, for a caller that planned it already (smith apply writes each
+// file's as-applied diff from its own plan of the patch: diffapply's
+// File.AppliedPlan), so that the engine need not plan the same diff
+// against the same text again.
+type PlannedChange struct {
+	protocol.Change
+	// Plan, when not nil, is diffapply's plan of Change.Diff against a
+	// text whose diffapply.Hash is Plan.BeforeHash. The engine takes it
+	// instead of planning the diff only for a modification (no rename, no
+	// content) of a file that exists, and only when the text it plans the
+	// change against (the editor's buffer, else the disk) has that hash:
+	// the same diff and the same text make the same plan. Otherwise it
+	// plans as it would without. It is used once, when the change is
+	// recorded, and never kept.
+	Plan *diffapply.File
+}
+
+// ApplyPlannedSeq is ApplyPatchSeq for changes that may carry their plan
+// (PlannedChange).
+func (e *Engine) ApplyPlannedSeq(ctx context.Context, dialogID string, chs iter.Seq2[PlannedChange, error]) ([]string, error) {
 	var serr error
-	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
 		for ch, err := range chs {
 			if err != nil {
 				serr = err
@@ -659,7 +695,7 @@ const flushDiffsAt = 16 << 20
 
 // applyPatch is ApplyPatch; without views it is ApplyPatchIDs. serr, when
 // given, holds an error chs met, which stops the patch.
-func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[protocol.Change], views bool, serr *error) ([]Change, []string, error) {
+func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[PlannedChange], views bool, serr *error) ([]Change, []string, error) {
 	var ids []string
 	var recs []*changeRecord
 	defer func() {
@@ -682,7 +718,7 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[p
 	held := 0 // bytes of diffs recorded since the last flushDiffs
 	var perr error
 	for ch := range chs {
-		c, _, err := e.propose(ctx, dialogID, ch, true, views)
+		c, _, err := e.propose(ctx, dialogID, ch.Change, ch.Plan, true, views)
 		if err != nil {
 			perr = err
 			break

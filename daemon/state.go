@@ -200,6 +200,12 @@ type changeRecord struct {
 	blobs   store
 	diffErr error // reading the blob failed (snapshot): planning says so
 
+	// given is the caller's plan of Diff (PlannedChange.Plan) while the
+	// record is planned for the first time (recordChange), when plan has
+	// checked it was made against the same text: planFile takes it
+	// instead of planning Diff again. Never kept beyond that.
+	given *diffapply.File
+
 	// planned is the plan of a change recorded to be applied at once
 	// (ApplyPatch), so that the apply does not plan it again; in memory
 	// only, and dropped when that apply ends.

@@ -21,11 +21,31 @@ import (
 // differently, or numbers a merged hunk's new side wrongly), never in what
 // they do to Before.
 func (f *File) AppliedDiff(ids []int) string {
+	d, _ := f.AppliedPlan(ids, false)
+	return d
+}
+
+// AppliedPlan is AppliedDiff and, when withPlan is set and it can, the
+// File that Plan of that diff against Before would give (the same hunks,
+// headers, bodies and matches, each exact at the line it states; Path is
+// f's, ID 1, hunk IDs 1 to n), so that a caller who records the diff need
+// not plan it again: only for a modification of an existing file whose
+// diff was written from the plan, without "\ No newline at end of file"
+// and without a carriage return other than a CRLF line end; else nil.
+func (f *File) AppliedPlan(ids []int, withPlan bool) (string, *File) {
 	oldLabel, newLabel, after := f.diffSides(ids)
-	if d, ok := f.planDiff(ids, oldLabel, newLabel, after); ok {
-		return d
+	if bytes.Equal(f.Before, after) {
+		return "", nil
 	}
-	return udiff.Unified(oldLabel, newLabel, string(f.Before), string(after))
+	edits, off, ok := f.appliedEdits(ids, after)
+	if !ok {
+		return udiff.Unified(oldLabel, newLabel, string(f.Before), string(after)), nil
+	}
+	d, hunks := writeUnified(oldLabel, newLabel, f.Before, off, edits)
+	if !withPlan {
+		return d, nil
+	}
+	return d, f.appliedFile(d, hunks, edits, after)
 }
 
 // diffSides returns the labels and the text after of the as-applied diff
@@ -64,7 +84,7 @@ func (a addedLine) equals(b []byte) bool {
 	return len(b) == len(a.text)+len(a.eol) && string(b[:len(a.text)]) == a.text && string(b[len(a.text):]) == a.eol
 }
 
-// planDiff writes the as-applied diff of ids from the plan: each chosen
+// appliedEdits finds the as-applied diff of ids in the plan: each chosen
 // hunk's runs of removed and added lines, at the place it matched, become
 // line edits of Before (a line removed and added back the same at a run's
 // either end is no change, as a line diff would see it). It gives up
@@ -72,13 +92,9 @@ func (a addedLine) equals(b []byte) bool {
 // is what Render does and what go-udiff's diff would do; it also gives up
 // on what diffapply would read differently from what it says (a run at
 // the end of the file that removes a line and adds it back, which Plan
-// takes for a final newline changing). The diff is then written as
-// go-udiff writes its diffs: three lines of context, hunks less than
-// seven lines apart joined.
-func (f *File) planDiff(ids []int, oldLabel, newLabel string, after []byte) (string, bool) {
-	if bytes.Equal(f.Before, after) {
-		return "", true
-	}
+// takes for a final newline changing). It returns the edits and where
+// Before's lines start (off).
+func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
 	var ps []*job
 	for _, j := range f.jobs {
 		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
@@ -94,7 +110,7 @@ func (f *File) planDiff(ids []int, oldLabel, newLabel string, after []byte) (str
 		off[i+1] = off[i] + len(l.text[i]) + len(l.eol[i].String())
 	}
 	if off[n] != len(f.Before) {
-		return "", false
+		return nil, nil, false
 	}
 	line := func(i int) []byte { return f.Before[off[i]:off[i+1]] }
 	var edits []lineEdit
@@ -140,16 +156,16 @@ func (f *File) planDiff(ids []int, oldLabel, newLabel string, after []byte) (str
 		}
 	}
 	if len(edits) == 0 || !editsGive(f.Before, off, edits, after) {
-		return "", false
+		return nil, nil, false
 	}
 	if last := edits[len(edits)-1]; last.end == n && last.start < last.end && len(last.add) > 0 {
 		// The diff's last hunk ends with this run: if it removes a line
 		// and adds back the same text, Plan reads an end-of-file pair.
 		if strings.TrimRight(string(line(last.end-1)), "\r\n") == strings.TrimRight(last.add[len(last.add)-1].text, "\r") {
-			return "", false
+			return nil, nil, false
 		}
 	}
-	return writeUnified(oldLabel, newLabel, f.Before, off, edits), true
+	return edits, off, true
 }
 
 // editsGive reports whether edits, applied to before (whose lines start at
@@ -184,6 +200,14 @@ const (
 	udiffGap     = 2 * udiffContext
 )
 
+// writtenHunk is a hunk writeUnified wrote: its header's numbers, its
+// edits (edits[first:last]) and where its body is in the diff.
+type writtenHunk struct {
+	from, oldCount, newStart, newCount int // from is 0-based
+	first, last                        int
+	body                               [2]int
+}
+
 // writeUnified writes edits of before (its lines start at off) as go-udiff
 // writes a diff: the same labels, context, joining of hunks, short
 // headers ("-N" for one line, "-0,0" for none at the start) and
@@ -191,7 +215,8 @@ const (
 // hunk that follows joined ones by the lines before it (go-udiff v0.4.1
 // forgets the context lines that joined them; diffapply reads only the
 // old side's numbers).
-func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []lineEdit) string {
+func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []lineEdit) (string, []writtenHunk) {
+	var hunks []writtenHunk
 	n := len(off) - 1
 	size := len(oldLabel) + len(newLabel) + 10
 	for _, e := range edits {
@@ -225,10 +250,12 @@ func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []l
 		for _, e := range edits[i:k] {
 			newCount += len(e.add) - (e.end - e.start)
 		}
+		wh := writtenHunk{from: from, oldCount: oldCount, newStart: from + 1 + delta, newCount: newCount, first: i, last: k}
 		b = append(b, "@@"...)
 		b = appendRange(b, " -", from+1, oldCount)
-		b = appendRange(b, " +", from+1+delta, newCount)
+		b = appendRange(b, " +", wh.newStart, newCount)
 		b = append(b, " @@\n"...)
+		wh.body[0] = len(b)
 		at := from
 		for _, e := range edits[i:k] {
 			for ; at < e.start; at++ {
@@ -250,10 +277,15 @@ func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []l
 		for ; at < to; at++ {
 			emit(' ', before[off[at]:off[at+1]])
 		}
+		wh.body[1] = len(b)
+		hunks = append(hunks, wh)
 		i = k
 	}
+	if cap(b)-len(b) > len(b)/8 {
+		b = bytes.Clone(b) // the estimate was generous: the caller may keep it long
+	}
 	// b is not written again: the string is its bytes, not a copy.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return unsafe.String(unsafe.SliceData(b), len(b)), hunks
 }
 
 // appendRange appends one side of a hunk header as go-udiff writes it:
@@ -270,4 +302,91 @@ func appendRange(b []byte, side string, start, count int) []byte {
 	}
 	b = append(b, side...)
 	return strconv.AppendInt(b, int64(start), 10)
+}
+
+// appliedFile builds the File that Plan of d (written by writeUnified as
+// hunks, from edits) against f.Before gives, as AppliedPlan says; nil
+// when d is not one AppliedPlan builds it for, or when the result is not
+// every hunk matched exactly where it says, rendering after.
+func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte) *File {
+	if f.Op != OpModify || !f.Existed || f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+		return nil
+	}
+	l := f.lines
+	plain := func(text string, e eol) bool { // what the parser reads back as it is
+		return e != eolNone && !strings.HasSuffix(text, "\r")
+	}
+	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
+	for i, wh := range hunks {
+		h := &hunk{
+			oldStart: wh.from + 1, oldCount: wh.oldCount, newStart: wh.newStart, newCount: wh.newCount,
+			numbered: true, lines: make([]hunkLine, 0, wh.oldCount+countAdds(edits[wh.first:wh.last])),
+		}
+		canonical := true
+		old := func(op byte, at int) bool {
+			if !plain(l.text[at], l.eol[at]) {
+				return false
+			}
+			cr := l.eol[at] == eolCRLF
+			canonical = canonical && !cr
+			h.lines = append(h.lines, hunkLine{text: l.text[at], op: op, cr: cr})
+			return true
+		}
+		at := wh.from
+		for _, e := range edits[wh.first:wh.last] {
+			for ; at < e.start; at++ {
+				if !old(' ', at) {
+					return nil
+				}
+			}
+			for ; at < e.end; at++ {
+				if !old('-', at) {
+					return nil
+				}
+			}
+			for _, a := range e.add {
+				if a.eol == "" || strings.HasSuffix(a.text, "\r") {
+					return nil
+				}
+				cr := a.eol == "\r\n"
+				canonical = canonical && !cr
+				h.lines = append(h.lines, hunkLine{text: a.text, op: '+', cr: cr})
+			}
+		}
+		for ; at < wh.from+wh.oldCount; at++ {
+			if !old(' ', at) {
+				return nil
+			}
+		}
+		if canonical {
+			h.body = d[wh.body[0]:wh.body[1]]
+		}
+		pub := &Hunk{
+			ID: i + 1, Index: i + 1, File: g, Header: headerOf(h), Numbered: true,
+			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
+			Body: bodyOf(h),
+		}
+		g.Hunks = append(g.Hunks, pub)
+		g.jobs = append(g.jobs, newJob(h, pub))
+	}
+	m := &matcher{l: l}
+	m.locate(g.jobs, false)
+	for _, h := range g.Hunks {
+		if !h.OK() || h.Level != LevelExact || h.Offset != 0 {
+			return nil
+		}
+	}
+	if !bytes.Equal(g.render(nil), after) {
+		return nil
+	}
+	g.After = after
+	return g
+}
+
+func countAdds(edits []lineEdit) int {
+	n := 0
+	for _, e := range edits {
+		n += len(e.add)
+	}
+	return n
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sourcegraph/go-diff/diff"
 	"golang.org/x/tools/txtar"
 )
@@ -19,26 +21,50 @@ import (
 // f.AppliedDiff(ids): planned against Before, it matches exactly where it
 // says and gives exactly what Render(ids) gives, like go-udiff's diff
 // (File.Diff), and it is empty exactly when that is. It reports whether
-// the diff was written from the plan (not by go-udiff).
-func checkAppliedDiff(t *testing.T, root string, f *File, ids []int) bool {
+// the diff was written from the plan (not by go-udiff), and whether
+// AppliedPlan gave a File (checked against Plan's).
+func checkAppliedDiff(t *testing.T, root string, f *File, ids []int) (fast, planned bool) {
 	t.Helper()
 	got, slow := f.AppliedDiff(ids), f.Diff(ids)
-	oldLabel, newLabel, after := f.diffSides(ids)
-	_, fast := f.planDiff(ids, oldLabel, newLabel, after)
+	_, _, after := f.diffSides(ids)
+	_, _, fast = f.appliedEdits(ids, after)
 	if (got == "") != (slow == "") {
 		t.Fatalf("%s ids %v: AppliedDiff %q, go-udiff %q", f.Path, ids, got, slow)
 	}
 	if got == "" {
-		return fast
+		return fast, false
 	}
 	if err := newSideHolds(got, after); fast && err != nil { // go-udiff numbers the new side of hunks after joined ones wrongly
 		t.Fatalf("%s ids %v: %v\n%s", f.Path, ids, err, got)
 	}
-	want := replan(t, root, f, slow)
-	if res := replan(t, root, f, got); !bytes.Equal(res, want) || !bytes.Equal(res, after) {
+	want := replan(t, root, f, slow).After
+	if res := replan(t, root, f, got).After; !bytes.Equal(res, want) || !bytes.Equal(res, after) {
 		t.Fatalf("%s ids %v (from the plan: %v): the as-applied diff gives\n%q\ngo-udiff's gives\n%q\nRender gives\n%q\ndiff:\n%s\ngo-udiff:\n%s", f.Path, ids, fast, res, want, after, got, slow)
 	}
-	return fast
+	d, g := f.AppliedPlan(ids, true)
+	if d != got {
+		t.Fatalf("%s ids %v: AppliedPlan's diff is not AppliedDiff's", f.Path, ids)
+	}
+	if g != nil {
+		samePlan(t, g, replan(t, root, f, got), got)
+	}
+	return fast, g != nil
+}
+
+// samePlan asserts that got (AppliedPlan's) is the File want (Plan's of
+// diff) in everything a caller sees: the file's and its hunks' fields, the
+// texts, and the rendering of any subset of hunks.
+func samePlan(t *testing.T, got, want *File, diff string) {
+	t.Helper()
+	opts := []cmp.Option{cmpopts.IgnoreUnexported(File{}), cmpopts.IgnoreFields(Hunk{}, "File"), cmpopts.IgnoreFields(File{}, "Path")}
+	if d := cmp.Diff(want, got, opts...); d != "" {
+		t.Fatalf("AppliedPlan's File differs from Plan's (-Plan +AppliedPlan):\n%s\ndiff:\n%s", d, diff)
+	}
+	for _, ids := range subsets(want) {
+		if w, g := want.Render(ids), got.Render(ids); !bytes.Equal(w, g) {
+			t.Fatalf("ids %v: AppliedPlan's File renders %q, Plan's %q\ndiff:\n%s", ids, g, w, diff)
+		}
+	}
 }
 
 // newSideHolds checks the new side of every hunk of d against after:
@@ -77,9 +103,8 @@ func newSideHolds(d string, after []byte) error {
 	return nil
 }
 
-// replan plans d against f's text before, as the engine does, and returns
-// what it writes (nil: the file goes).
-func replan(t *testing.T, root string, f *File, d string) []byte {
+// replan plans d against f's text before, as the engine does.
+func replan(t *testing.T, root string, f *File, d string) *File {
 	t.Helper()
 	src := f.Path
 	if f.OldPath != "" {
@@ -103,7 +128,7 @@ func replan(t *testing.T, root string, f *File, d string) []byte {
 	if g.Conflict != nil {
 		t.Fatalf("%s: the as-applied diff: %s\n%s", f.Path, g.Conflict, d)
 	}
-	return g.After
+	return g
 }
 
 // subsets are the choices of hunks tried for f: all, each alone, every
@@ -128,7 +153,7 @@ func subsets(f *File) [][]int {
 	return out
 }
 
-func checkPatch(t *testing.T, root string, p *Patch) (fast, all int) {
+func checkPatch(t *testing.T, root string, p *Patch) (fast, planned, all int) {
 	t.Helper()
 	for _, f := range p.Files {
 		if f.Conflict != nil {
@@ -139,19 +164,23 @@ func checkPatch(t *testing.T, root string, p *Patch) (fast, all int) {
 				continue // a deletion is applied whole
 			}
 			all++
-			if checkAppliedDiff(t, root, f, ids) {
+			ok, pl := checkAppliedDiff(t, root, f, ids)
+			if ok {
 				fast++
+			}
+			if pl {
+				planned++
 			}
 		}
 	}
-	return fast, all
+	return fast, planned, all
 }
 
 // TestAppliedDiffCases checks the as-applied diff of every planned file of
 // testdata/cases, for several choices of hunks.
 func TestAppliedDiffCases(t *testing.T) {
 	paths, _ := filepath.Glob("testdata/cases/*.txtar")
-	fast, all := 0, 0
+	fast, planned, all := 0, 0, 0
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
 			ar, err := txtar.ParseFile(path)
@@ -169,11 +198,11 @@ func TestAppliedDiffCases(t *testing.T) {
 			if err != nil {
 				return // refused whole: no as-applied diff
 			}
-			f, a := checkPatch(t, root, p)
-			fast, all = fast+f, all+a
+			f, pl, a := checkPatch(t, root, p)
+			fast, planned, all = fast+f, planned+pl, all+a
 		})
 	}
-	t.Logf("%d of %d as-applied diffs written from the plan", fast, all)
+	t.Logf("%d of %d as-applied diffs written from the plan, %d with their plan", fast, all, planned)
 	if fast < all/2 {
 		t.Errorf("only %d of %d as-applied diffs were written from the plan", fast, all)
 	}
@@ -185,8 +214,8 @@ func TestAppliedDiffCases(t *testing.T) {
 // 0 to 3 lines of context whose line numbers may be off.
 func TestAppliedDiffRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 17))
-	words := []string{"a", "b", "}", "", "\tx := 1", "return"}
-	fast, all := 0, 0
+	words := []string{"a", "b", "}", "", "\tx := 1", "return", "-- x", "++ y", "@@ z", "\\ w", " "}
+	fast, planned, all := 0, 0, 0
 	for round := range 600 {
 		var before []string
 		for range r.IntN(30) {
@@ -240,10 +269,13 @@ func TestAppliedDiffRandom(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		f, a := checkPatch(t, root, p)
-		fast, all = fast+f, all+a
+		f, pl, a := checkPatch(t, root, p)
+		fast, planned, all = fast+f, planned+pl, all+a
 	}
-	t.Logf("%d of %d as-applied diffs written from the plan", fast, all)
+	t.Logf("%d of %d as-applied diffs written from the plan, %d with their plan", fast, all, planned)
+	if planned < all/3 {
+		t.Errorf("only %d of %d as-applied diffs came with their plan", planned, all)
+	}
 	if fast < all/2 {
 		t.Errorf("only %d of %d as-applied diffs were written from the plan", fast, all)
 	}
@@ -350,9 +382,8 @@ func TestAppliedDiffIsUdiffs(t *testing.T) {
 	}
 	f := p.Files[0]
 	for _, ids := range [][]int{nil, {3}, {1, 2, 20}} {
-		oldLabel, newLabel, after := f.diffSides(ids)
-		got, fast := f.planDiff(ids, oldLabel, newLabel, after)
-		if !fast {
+		got, g := f.AppliedPlan(ids, true)
+		if g == nil {
 			t.Fatalf("ids %v: not written from the plan", ids)
 		}
 		if want := f.Diff(ids); got != want {
