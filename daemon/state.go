@@ -684,7 +684,7 @@ func writeAtomic(path string, b []byte, perm fs.FileMode) error {
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
+	if werr == nil && perm != 0o600 { // CreateTemp made it 0600
 		werr = os.Chmod(tmp, perm)
 	}
 	if werr == nil {
