@@ -34,6 +34,21 @@ type fileWrite struct {
 	before     blobRef // where the journal keeps tg's text (addUndo)
 	staged     bool    // before is staged already (stageBefore)
 	via        string  // "editor" | "disk", set by writeBatch
+	// nextFrom gives next when it is not held (next nil, nextHash set):
+	// the undo of a large file on disk, whose text before the disk
+	// commit reads from the journal as it writes that file.
+	nextFrom func() ([]byte, error)
+	// beforeFrom gives tg's text when it is not held and the journal does
+	// not keep it (the undo of a large file: spareFile).
+	beforeFrom func() ([]byte, error)
+}
+
+// nextContentHash is contentHash of what w writes.
+func (w *fileWrite) nextContentHash() string {
+	if w.next == nil && w.nextFrom != nil && w.nextExists {
+		return w.nextHash
+	}
+	return contentHash(w.next, w.nextExists)
 }
 
 // dropBefore lets go of the text w replaces once the journal holds it,
@@ -108,12 +123,71 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 	}
 	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
 		e.takeBack(ctx, label, done, byEd)
-		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
-			return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
-		}
-		return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
+		return commitError(disk, err)
 	}
 	return nil
+}
+
+// commitError is the error of a disk commit that wrote nothing.
+func commitError(disk []diffapply.Write, err error) error {
+	if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+		return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
+	}
+	return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
+}
+
+// onDisk reports whether every write of a batch goes to disk (no editor
+// has its file open).
+func onDisk(ws []*fileWrite) bool {
+	for _, w := range ws {
+		if w.tg.open {
+			return false
+		}
+	}
+	return true
+}
+
+// commitLogged writes a batch that goes to disk only, with one
+// write-ahead record: the undo records (recs, one per write, in order),
+// the blobs they staged in bs, and the disk commit's journal are saved
+// together, durably, once the commit has read and checked every target
+// and before it creates anything (diffapply.CommitLogged); a crash after
+// that is settled at the next start from the state file alone
+// (settleTxn), and the commit needs no journal folder of its own. logged
+// reports whether that record was saved (else nothing was journalled:
+// the records were never on disk).
+func (e *Engine) commitLogged(ctx context.Context, bs *blobStage, recs []*undoRecord, ws []*fileWrite) (logged bool, err error) {
+	disk := make([]diffapply.Write, 0, len(ws))
+	seqs := make([]int, len(recs))
+	for i, w := range ws {
+		dw, err := e.diskWrite(w)
+		if err != nil {
+			bs.abort()
+			return false, err
+		}
+		disk = append(disk, dw)
+		w.via = "disk"
+		seqs[i] = recs[i].Seq
+	}
+	var logErr error
+	err = e.ws.fs.CommitLogged(ctx, disk, func(j *diffapply.Journal) error {
+		if logErr = e.saveUndos(bs, &txnRecord{Journal: *j, Undo: seqs}, recs...); logErr != nil {
+			return logErr
+		}
+		logged = true
+		for _, w := range ws {
+			w.dropBefore()
+		}
+		return nil
+	})
+	bs.abort() // the pack of a commit refused before its record (a no-op once committed)
+	switch {
+	case err == nil:
+		return true, nil
+	case logErr != nil:
+		return false, logErr
+	}
+	return logged, commitError(disk, err)
 }
 
 // diskWrite is w as a diffapply write guarded by the hash of what smith
@@ -130,13 +204,17 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
-	if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
+	if w.beforeFrom != nil {
+		dw.Before = w.beforeFrom
+	} else if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
 		// A large file's text before is in the journal's pack: the commit
 		// need not hold it beside the new text, only take it back from
 		// there to roll back.
 		dw.Before = func() ([]byte, error) { return e.store.getBlob(ref) }
 	}
-	if w.nextExists {
+	if w.nextExists && w.next == nil && w.nextFrom != nil {
+		dw.ContentFrom, dw.ContentHash = w.nextFrom, diffapply.HashOfDigest(w.nextHash)
+	} else if w.nextExists {
 		dw.Content = w.next
 		if dw.Content == nil {
 			dw.Content = []byte{} // nil would delete
@@ -350,7 +428,7 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	// Each file's text before goes to the journal's pack as its change is
 	// prepared, and a disk write lets go of it there (stageBefore): a
 	// patch of many large files does not hold them all until the save.
-	bs := e.store.newBlobStage()
+	bs := e.cs.undoStage()
 	for _, id := range changeIDs {
 		st, err := e.prepareApply(p, id, nil)
 		if err != nil {
@@ -393,7 +471,7 @@ func (w *fileWrite) stageBefore(bs *blobStage) error {
 func (e *Engine) commitApply(ctx context.Context, label string, steps []*applyStep, views bool, bs *blobStage) ([]Change, error) {
 	group := e.cs.newUndoGroup()
 	if bs == nil {
-		bs = e.store.newBlobStage()
+		bs = e.cs.undoStage()
 	}
 	var ws []*fileWrite
 	for _, st := range steps {
@@ -414,15 +492,26 @@ func (e *Engine) commitApply(ctx context.Context, label string, steps []*applySt
 	for _, st := range steps {
 		recs = append(recs, st.recs...)
 	}
-	if err := e.saveUndos(bs, recs...); err != nil {
-		return nil, err
-	}
-	for _, w := range ws {
-		w.dropBefore()
-	}
-	if err := e.writeBatch(ctx, label, ws); err != nil {
-		e.failUndo(steps)
-		return nil, err
+	if onDisk(ws) {
+		if logged, err := e.commitLogged(ctx, bs, recs, ws); err != nil {
+			if logged {
+				e.failUndo(steps)
+			} else {
+				e.cs.dropUndos(recs)
+			}
+			return nil, err
+		}
+	} else {
+		if err := e.saveUndos(bs, nil, recs...); err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			w.dropBefore()
+		}
+		if err := e.writeBatch(ctx, label, ws); err != nil {
+			e.failUndo(steps)
+			return nil, err
+		}
 	}
 	if err := e.cs.applied(steps); err != nil {
 		e.log.Error("save state", "err", err)
@@ -466,40 +555,43 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The texts of large files smith wrote, kept while the undo may roll
+	// back (undoWrite).
+	spare := &spareFile{dir: e.store.dir}
+	defer spare.close()
 	var ws []*fileWrite
 	for _, r := range recs {
-		tg, err := e.current(p, r.Path)
+		w, err := e.undoWrite(p, r, spare)
 		if err != nil {
 			return nil, err
 		}
-		if tg.open && !r.After.Exists {
-			tg = e.deletedBehindBuffer(r, tg)
-		}
-		if !r.After.matches(tg.text, tg.exists) {
-			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
-		}
-		before, err := e.store.getBlob(r.Before)
-		if err != nil {
-			return nil, err
-		}
-		ws = append(ws, &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, next: before, nextExists: r.Before.Exists})
+		ws = append(ws, w)
 	}
 	label := "smith: undo " + recs[0].ChangeID
 	if len(recs) > 1 {
 		label = fmt.Sprintf("smith: undo %d changes", len(recs))
 	}
 	if err := e.writeBatch(ctx, label, ws); err != nil {
+		if je := (journalError{}); errors.As(err, &je) {
+			return nil, je.err // nothing was written
+		}
 		return nil, err
 	}
 	after := make([]string, len(recs))
-	for i := range recs {
-		after[i] = contentHash(ws[i].next, ws[i].nextExists)
+	for i, w := range ws {
+		after[i] = w.nextContentHash()
 	}
 	if err := e.cs.undone(recs, after); err != nil {
 		e.log.Error("save state", "err", err)
 	}
+	// Each view plans its change against its file again: the changes
+	// before the last are presented only to listening editors.
+	listened := e.listened()
 	var last *Change
 	for i, r := range recs {
+		if i < len(recs)-1 && !listened {
+			continue
+		}
 		last = e.announce(r.ChangeID, ws[i])
 	}
 	return last, nil
@@ -511,7 +603,13 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 // takes the whole patch back. When they cannot all be applied, nothing is
 // written and the recorded changes are rejected, with the error returned.
 func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol.Change) ([]Change, error) {
-	out, _, err := e.applyPatch(ctx, dialogID, slices.Values(chs), true, nil)
+	out, _, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
+		for _, ch := range chs {
+			if !yield(PlannedChange{Change: ch}) {
+				return
+			}
+		}
+	}, true, nil)
 	return out, err
 }
 
@@ -525,9 +623,9 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 // once the journal has it (a 50 MB patch's diffs are held once, not until
 // the apply returns).
 func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
-	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
 		for i := range chs {
-			if !yield(chs[i]) {
+			if !yield(PlannedChange{Change: chs[i]}) {
 				return
 			}
 			chs[i] = protocol.Change{}
@@ -542,8 +640,38 @@ func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []proto
 // them back from a temporary file). An error chs gives stops the patch:
 // nothing is written and the changes recorded so far are rejected.
 func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
+	return e.ApplyPlannedSeq(ctx, dialogID, func(yield func(PlannedChange, error) bool) {
+		for ch, err := range chs {
+			if !yield(PlannedChange{Change: ch}, err) {
+				return
+			}
+		}
+	})
+}
+
+// PlannedChange is a change of a patch with the caller's plan of its
+// diff, for a caller that planned it already (smith apply writes each
+// file's as-applied diff from its own plan of the patch: diffapply's
+// File.AppliedPlan), so that the engine need not plan the same diff
+// against the same text again.
+type PlannedChange struct {
+	protocol.Change
+	// Plan, when not nil, is diffapply's plan of Change.Diff against a
+	// text whose diffapply.Hash is Plan.BeforeHash. The engine takes it
+	// instead of planning the diff only for a modification (no rename, no
+	// content) of a file that exists, and only when the text it plans the
+	// change against (the editor's buffer, else the disk) has that hash:
+	// the same diff and the same text make the same plan. Otherwise it
+	// plans as it would without. It is used once, when the change is
+	// recorded, and never kept.
+	Plan *diffapply.File
+}
+
+// ApplyPlannedSeq is ApplyPatchSeq for changes that may carry their plan
+// (PlannedChange).
+func (e *Engine) ApplyPlannedSeq(ctx context.Context, dialogID string, chs iter.Seq2[PlannedChange, error]) ([]string, error) {
 	var serr error
-	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(protocol.Change) bool) {
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
 		for ch, err := range chs {
 			if err != nil {
 				serr = err
@@ -567,7 +695,7 @@ const flushDiffsAt = 16 << 20
 
 // applyPatch is ApplyPatch; without views it is ApplyPatchIDs. serr, when
 // given, holds an error chs met, which stops the patch.
-func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[protocol.Change], views bool, serr *error) ([]Change, []string, error) {
+func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[PlannedChange], views bool, serr *error) ([]Change, []string, error) {
 	var ids []string
 	var recs []*changeRecord
 	defer func() {
@@ -590,7 +718,7 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[p
 	held := 0 // bytes of diffs recorded since the last flushDiffs
 	var perr error
 	for ch := range chs {
-		c, _, err := e.propose(ctx, dialogID, ch, true, views)
+		c, _, err := e.propose(ctx, dialogID, ch.Change, ch.Plan, true, views)
 		if err != nil {
 			perr = err
 			break

@@ -343,6 +343,7 @@ func (cs *changeStore) applied(steps []*applyStep) error {
 			r.State, r.Via = undoDone, st.ws[i].via
 		}
 	}
+	cs.st.Txn = nil // settled: the records say what happened
 	return cs.saveLocked()
 }
 
@@ -354,7 +355,45 @@ func (cs *changeStore) failed(recs []*undoRecord) error {
 	for _, r := range recs {
 		r.State, r.Via = undoFailed, ""
 	}
+	cs.st.Txn = nil
 	return cs.saveLocked()
+}
+
+// dropUndos forgets journal records that were never saved (their write
+// was refused before its write-ahead record).
+func (cs *changeStore) dropUndos(recs []*undoRecord) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.st.Undo = slices.DeleteFunc(cs.st.Undo, func(r *undoRecord) bool { return slices.Contains(recs, r) })
+}
+
+// undoStage is a blob stage for the texts a write replaces (addUndo):
+// small ones stay in their records (blobRef.Inline) while the state
+// file's budget (inlineTotal) allows. When it is nearly spent, the inline
+// texts of the earlier records go to this stage's pack, all at once, and
+// the records take its references when it is committed: one pack per
+// budget's worth of small writes, not one per write.
+func (cs *changeStore) undoStage() *blobStage {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	bs := cs.file.store.newBlobStage()
+	var used int64
+	for _, r := range cs.st.Undo {
+		used += int64(len(r.Before.Inline))
+	}
+	if used+inlineBelow > inlineTotal {
+		for _, r := range cs.st.Undo {
+			if r.Before.Inline == nil {
+				continue
+			}
+			ref := bs.add(packPart{b: r.Before.Inline}, int64(len(r.Before.Inline)), r.Before.Hash)
+			// Run by commit, under mu (saveUndos holds it).
+			bs.moved = append(bs.moved, func() { r.Before = ref })
+		}
+		used = 0
+	}
+	bs.inline = inlineTotal - used
+	return bs
 }
 
 // rejected marks hunks ids of c rejected; the change's status follows its

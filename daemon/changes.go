@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -31,7 +32,9 @@ import (
 // records many changes to apply them at once (ApplyPatch) saves once after
 // them all, since each save rewrites the whole state file, and the record
 // keeps its plan for that apply (planned), which then need not plan again.
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, batch bool) (*changeRecord, string) {
+//
+// given (nil: none) is the caller's plan of src.Diff (PlannedChange.Plan).
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, given *diffapply.File, batch bool) (*changeRecord, string) {
 	id := e.cs.nextID()
 
 	c := &changeRecord{
@@ -83,7 +86,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 				c.Kind = protocol.ChangeCreate
 			}
 		}
-		if fp := e.plan(c, text, exists); batch {
+		if given != nil && exists && c.Kind == protocol.ChangeModify && c.OldAbs == "" && c.Content == nil && c.Diff == src.Diff {
+			c.given = given // plan takes it when text is what it was planned against
+		}
+		fp := e.plan(c, text, exists)
+		c.given = nil
+		if batch {
 			c.planned = keepPlan(c, fp, text, exists)
 		}
 	}
@@ -108,14 +116,15 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
 func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
-	_, v, err := e.propose(ctx, dialogID, ch, false, true)
+	_, v, err := e.propose(ctx, dialogID, ch, nil, false, true)
 	return v, err
 }
 
 // propose is Propose; batch leaves saving the state to the caller, which
 // applies the change at once (recordChange). Without views the change is
-// not presented (nil is returned) unless an editor listens.
-func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, batch, views bool) (*changeRecord, *Change, error) {
+// not presented (nil is returned) unless an editor listens. given (nil:
+// none) is the caller's plan of ch.Diff (PlannedChange.Plan).
+func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, given *diffapply.File, batch, views bool) (*changeRecord, *Change, error) {
 	p := e.peerOf(ctx)
 	if _, _, err := e.ws.resolve(ch.Path); err != nil {
 		return nil, nil, err
@@ -126,7 +135,7 @@ func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Chang
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch, batch)
+	c, _ := e.recordChange(p, dialogID, "", ch, given, batch)
 	if !views && !e.listened() {
 		return c, nil, nil
 	}
@@ -160,6 +169,9 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 // It returns the plan when the change is pending on it (nil otherwise).
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) *filePlan {
 	c.BaseHash = contentHash(text, exists)
+	if c.given != nil && (!exists || diffapply.HashOfDigest(c.BaseHash) != c.given.BeforeHash) {
+		c.given = nil // planned against another text: planFile plans it
+	}
 	fp, err := e.planChange(c, text, exists)
 	if c.Status == StatusUndone {
 		c.Reason = ""

@@ -70,6 +70,7 @@ type Engine struct {
 	local    *Peer // the engine's own front (no editor): calls without WithPeer
 
 	flushDiffsAt int // applyPatch: flushDiffsAt, smaller in tests
+	holdBelow    int // Undo holds the texts of files below it (keepTextBelow; tests vary it)
 }
 
 // New opens (or creates) the workspace's state (journal, dialog index),
@@ -107,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		flushDiffsAt: flushDiffsAt,
+		holdBelow:    keepTextBelow,
 		cfg:          cfg,
 		ws:           ws,
 		store:        store{dir: dir},

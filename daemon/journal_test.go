@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -193,7 +194,7 @@ func TestStateVersion1IsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), "x a line") || !strings.Contains(string(b), `"version":2`) {
+	if strings.Contains(string(b), "x a line") || !strings.Contains(string(b), fmt.Sprintf(`"version":%d`, stateVersion)) {
 		t.Errorf("state.json after a save:\n%.300s", b)
 	}
 	if _, snap, _ = cs.recordSnapshot("c1"); snap.Diff != diff || snap.diffErr != nil {
@@ -619,7 +620,7 @@ func TestKeptPlanOfALargeFileHoldsItsHash(t *testing.T) {
 	diff := unifiedDiff("a.txt", []byte(base), []byte(next))
 	for _, edited := range []bool{false, true} {
 		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
-		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, true)
+		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, nil, true)
 		f.e.cs.mu.Lock()
 		k := c.planned
 		f.e.cs.mu.Unlock()
@@ -830,4 +831,51 @@ func TestApplyPatchSeqTakesOneAtATime(t *testing.T) {
 			t.Errorf("%s after the apply is not the patched text", n)
 		}
 	}
+}
+
+// TestApplyPlannedSeqTakesThePlanOnlyForItsText: a change handed with
+// the caller's plan of its diff is not planned again when the file holds
+// the text the plan was made against (the engine writes what the plan
+// says: here a plan whose result was altered, to see it taken), and is
+// planned as any change when the file changed since (the plan's result
+// would be wrong there: the engine must not write it).
+func TestApplyPlannedSeqTakesThePlanOnlyForItsText(t *testing.T) {
+	t.Parallel()
+	text := bigFile("a.txt", 60)
+	d := unifiedDiff("a.txt", []byte(text), []byte(editEvery(text, "x", 7)))
+	planOf := func(t *testing.T, against string) *diffapply.File {
+		p, err := diffapply.Plan(t.TempDir(), []byte(d), diffapply.Options{Target: "a.txt", ReadFile: func(string) ([]byte, bool, error) {
+			return []byte(against), true, nil
+		}})
+		if err != nil || len(p.Files) != 1 {
+			t.Fatalf("plan: %v", err)
+		}
+		return p.Files[0]
+	}
+	apply := func(t *testing.T, f *fixture, plan *diffapply.File) {
+		t.Helper()
+		_, err := f.e.ApplyPlannedSeq(context.Background(), "", func(yield func(PlannedChange, error) bool) {
+			yield(PlannedChange{Change: protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: d}, Plan: plan}, nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("same text", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": text}, mutate: func(c *Config) { c.NoWatch = true }})
+		plan := planOf(t, text)
+		plan.After = []byte("what the plan says\n")
+		apply(t, f, plan)
+		if got := f.read("a.txt"); got != "what the plan says\n" {
+			t.Errorf("a.txt is %q: the engine planned the change again instead of taking the plan", got)
+		}
+	})
+	t.Run("changed text", func(t *testing.T) {
+		moved := "a new first line\n" + text
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": moved}, mutate: func(c *Config) { c.NoWatch = true }})
+		apply(t, f, planOf(t, text))
+		if got, want := f.read("a.txt"), "a new first line\n"+editEvery(text, "x", 7); got != want {
+			t.Errorf("a.txt after the apply:\n%s\nwant the diff applied to the text on disk:\n%s", got, want)
+		}
+	})
 }

@@ -144,6 +144,12 @@ func (e *Engine) planDiff(c *changeRecord, text []byte, exists, reverse bool) (*
 // planFile plans c's diff (backwards with reverse) against text and
 // returns diffapply's plan of its one file, a file-level conflict included.
 func (e *Engine) planFile(c *changeRecord, text []byte, exists, reverse bool) (*diffapply.File, error) {
+	if f := c.given; f != nil && !reverse {
+		// The caller's plan of this diff against this text (plan checked
+		// the hash): the same as planning it here.
+		c.given = nil
+		return f, nil
+	}
 	p, err := diffapply.Plan(e.ws.root, []byte(c.Diff), diffapply.Options{
 		Target:  c.sourceRel(),
 		Reverse: reverse,

@@ -145,23 +145,25 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 // blob store and a pending record to the state file, so that a crash
 // between here and the write is resolved at the next start (recover).
 func (e *Engine) beginUndo(c *changeRecord, action string, w *fileWrite, group int, hunks []string) (*undoRecord, error) {
-	bs := e.store.newBlobStage()
+	bs := e.cs.undoStage()
 	r, err := e.addUndo(c, action, w, group, hunks, bs)
 	if err != nil {
 		bs.abort()
 		return nil, err
 	}
-	if err := e.saveUndos(bs, r); err != nil {
+	if err := e.saveUndos(bs, nil, r); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 // saveUndos makes records added by addUndo durable, with the blobs they
-// staged in bs (one pass), then one save of the state file for all of
-// them: a write-ahead record only has to be on disk before the first
-// write. On failure the records are dropped again.
-func (e *Engine) saveUndos(bs *blobStage, recs ...*undoRecord) error {
+// staged in bs (one pass; none when their texts are inline), then one
+// save of the state file for all of them, with tx, the journal of the
+// disk commit that writes them (nil: none, or diffapply's own): a
+// write-ahead record only has to be on disk before the first write. On
+// failure the records are dropped again.
+func (e *Engine) saveUndos(bs *blobStage, tx *txnRecord, recs ...*undoRecord) error {
 	e.cs.mu.Lock()
 	defer e.cs.mu.Unlock()
 	// New changes' large diffs are made durable in the same pass.
@@ -171,8 +173,10 @@ func (e *Engine) saveUndos(bs *blobStage, recs ...*undoRecord) error {
 		return fmt.Errorf("journal the bytes before the write (nothing was written): %w", err)
 	}
 	moveOut()
+	e.cs.st.Txn = tx
 	if err := e.cs.saveLocked(); err != nil {
 		e.cs.st.Undo = slices.DeleteFunc(e.cs.st.Undo, func(r *undoRecord) bool { return slices.Contains(recs, r) })
+		e.cs.st.Txn = nil
 		return fmt.Errorf("journal the write (nothing was written): %w", err)
 	}
 	// The record must survive an operating-system crash before the first
@@ -235,7 +239,7 @@ func (e *Engine) saveLogged() {
 // bytes before is marked failed. Anything else is left to the user and
 // logged; Undo then refuses.
 func (e *Engine) recover() error {
-	dirty := false
+	dirty := e.settleTxn()
 	for _, r := range e.cs.st.Undo {
 		if r.State != undoPending {
 			continue
@@ -262,6 +266,34 @@ func (e *Engine) recover() error {
 		return e.cs.saveLocked()
 	}
 	return nil
+}
+
+// settleTxn finishes or rolls back the disk commit of an apply that was
+// cut short after its write-ahead record (Txn), so that its files are all
+// before or all after it; recover then reads which from the files. It
+// reports whether there was one (the state must be saved without it).
+func (e *Engine) settleTxn() bool {
+	tx := e.cs.st.Txn
+	if tx == nil {
+		return false
+	}
+	e.cs.st.Txn = nil
+	bySeq := map[int]*undoRecord{}
+	for _, r := range e.cs.st.Undo {
+		bySeq[r.Seq] = r
+	}
+	written, err := e.ws.fs.Settle(&tx.Journal, func(i int) ([]byte, error) {
+		if i >= len(tx.Undo) || bySeq[tx.Undo[i]] == nil {
+			return nil, errors.New("the journal has no record of its bytes before")
+		}
+		return e.store.getBlob(bySeq[tx.Undo[i]].Before)
+	})
+	if err != nil {
+		e.log.Error("an interrupted write could not be settled completely; see the files named", "err", err)
+	} else {
+		e.log.Warn("settled an interrupted write", "files", len(tx.Entries), "written", written)
+	}
+	return true
 }
 
 // settle sets the change of a write that recovery found done to what the

@@ -22,7 +22,21 @@ import (
 // stateVersion is the layout version of state.json; a newer file is refused
 // rather than half-understood. Version 2 keeps large diffs in the blob
 // store (changeRecord.DiffRef), which version 1 would read as no diff.
-const stateVersion = 2
+// Version 3 keeps small texts before a write in the undo record itself
+// (blobRef.Inline) and the journal of a disk commit under way (Txn),
+// which version 2 would read as blobs it cannot find and no commit.
+const stateVersion = 3
+
+// inlineBelow is the size up to which the text a write replaces is kept
+// in its undo record (blobRef.Inline), not in a pack: the record is
+// written and synced anyway, and a pack costs a file, its fsync and its
+// folder's. inlineTotal bounds all such texts of the state file, which is
+// rewritten on every save: past it they move to a pack together, once
+// (undoStage).
+const (
+	inlineBelow = 16 << 10
+	inlineTotal = 64 << 10
+)
 
 // largeDiff is the size from which a change's diff is kept as a blob, not
 // in state.json: the state file is rewritten on every save, a blob once.
@@ -67,6 +81,18 @@ type changesState struct {
 	NextUndo   int             `json:"nextUndo"`
 	Changes    []*changeRecord `json:"changes"`
 	Undo       []*undoRecord   `json:"undo"`
+	// Txn is the disk commit of an apply under way: saved with its undo
+	// records, before the first temp file (the commit's write-ahead
+	// record: diffapply.CommitLogged), cleared with their settling. One
+	// found at start was cut short; recovery settles it (settleTxn).
+	Txn *txnRecord `json:"txn,omitempty"`
+}
+
+// txnRecord is a disk commit's journal with, for each of its entries,
+// the Seq of the undo record that holds the bytes before (to roll back).
+type txnRecord struct {
+	diffapply.Journal
+	Undo []int `json:"undo"`
 }
 
 // dialogsState is the dialog registry's part of state.json.
@@ -173,6 +199,12 @@ type changeRecord struct {
 	DiffRef *blobRef `json:"diffRef,omitempty"`
 	blobs   store
 	diffErr error // reading the blob failed (snapshot): planning says so
+
+	// given is the caller's plan of Diff (PlannedChange.Plan) while the
+	// record is planned for the first time (recordChange), when plan has
+	// checked it was made against the same text: planFile takes it
+	// instead of planning Diff again. Never kept beyond that.
+	given *diffapply.File
 
 	// planned is the plan of a change recorded to be applied at once
 	// (ApplyPatch), so that the apply does not plan it again; in memory
@@ -289,16 +321,22 @@ type undoRecord struct {
 	PrevStat string   `json:"prevStatus"` // change status before the write
 }
 
-// blobRef names file content: absent, or the sha256 of bytes kept in
-// blobs/: loose under their hash, or at Off (Len bytes) in the pack
-// blobs/Pack (blobStage).
+// blobRef names file content: absent, or the sha256 of bytes kept in the
+// reference itself (Inline: a small text before a write, inlineBelow), or
+// in blobs/: loose under their hash, or at Off (Len bytes) in the pack
+// blobs/Pack (blobStage). Len is the size of an inline text too.
 type blobRef struct {
 	Exists bool   `json:"exists"`
 	Hash   string `json:"hash,omitempty"`
 	Pack   string `json:"pack,omitempty"`
 	Off    int64  `json:"off,omitempty"`
 	Len    int64  `json:"len,omitempty"`
+	Inline []byte `json:"inline,omitempty"`
 }
+
+// emptyHash is hashBytes of no bytes: an empty file's text before is
+// named by it alone (blobStage.put).
+const emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 func hashBytes(b []byte) string {
 	s := sha256.Sum256(b)
@@ -326,9 +364,8 @@ func (s store) txnDir() string { return filepath.Join(s.dir, "txn") }
 var errNullState = errors.New("the state file holds null")
 
 func (s store) load(ws workspace) (*persisted, error) {
-	if err := os.MkdirAll(filepath.Join(s.dir, "blobs"), 0o700); err != nil {
-		return nil, stateDirError(s.dir, err)
-	}
+	// The blobs folder is made by the first pack (blobStage.write): an
+	// apply of small files needs none.
 	b, err := os.ReadFile(s.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return newPersisted(ws), nil
@@ -373,6 +410,14 @@ type blobStage struct {
 	size int64
 	seen map[string]blobRef
 	err  error // the first write that failed: commit reports it
+	// inline is how many bytes of texts before put may still keep in
+	// their references (undoStage; 0: none).
+	inline int64
+	// madeDir: write made the blobs folder, whose entry commit syncs too.
+	madeDir bool
+	// moved are run once commit succeeds (undoStage: records whose
+	// inline texts went to this pack take its references).
+	moved []func()
 }
 
 func (s store) newBlobStage() *blobStage {
@@ -394,6 +439,13 @@ func (bs *blobStage) put(b []byte, exists bool, h string) (blobRef, error) {
 	}
 	if h == "" {
 		h = hashBytes(b)
+	}
+	if len(b) == 0 {
+		return blobRef{Exists: true, Hash: h}, nil // getBlob knows the empty text by its hash
+	}
+	if n := int64(len(b)); n <= inlineBelow && n <= bs.inline {
+		bs.inline -= n
+		return blobRef{Exists: true, Hash: h, Len: n, Inline: b}, nil
 	}
 	ref := bs.add(packPart{b: b}, int64(len(b)), h)
 	return ref, bs.err
@@ -427,7 +479,9 @@ func (bs *blobStage) write(p packPart) {
 	if bs.f == nil {
 		bs.name = fmt.Sprintf("pack-%d-%s", time.Now().UnixNano(), randomHex(4))
 		dir := bs.s.packDir()
-		if err := os.MkdirAll(dir, 0o700); err != nil { // load made it: one stat
+		if err := os.Mkdir(dir, 0o700); err == nil {
+			bs.madeDir = true
+		} else if !errors.Is(err, fs.ErrExist) {
 			bs.err = fmt.Errorf("blob store: %w", err)
 			return
 		}
@@ -492,6 +546,12 @@ func (bs *blobStage) commit() error {
 	}
 	if err == nil {
 		syncDir(filepath.Dir(f.Name()))
+		if bs.madeDir {
+			syncDir(bs.s.dir) // the blobs folder's own entry, once
+		}
+		for _, f := range bs.moved {
+			f()
+		}
 		return nil
 	}
 	os.Remove(f.Name())
@@ -545,9 +605,14 @@ func (s store) getBlob(r blobRef) ([]byte, error) {
 	}
 	var b []byte
 	var err error
-	if r.Pack == "" {
+	switch {
+	case r.Inline != nil:
+		b = r.Inline
+	case r.Pack == "" && r.Hash == emptyHash:
+		b = []byte{}
+	case r.Pack == "":
 		b, err = os.ReadFile(s.blobPath(r.Hash))
-	} else {
+	default:
 		b, err = readRange(filepath.Join(s.packDir(), filepath.Base(r.Pack)), r.Off, r.Len)
 	}
 	if err != nil {
@@ -619,7 +684,7 @@ func writeAtomic(path string, b []byte, perm fs.FileMode) error {
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
+	if werr == nil && perm != 0o600 { // CreateTemp made it 0600
 		werr = os.Chmod(tmp, perm)
 	}
 	if werr == nil {

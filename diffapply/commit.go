@@ -43,7 +43,17 @@ type Write struct {
 	// read are refused. A patch of many large files is otherwise held
 	// twice over: every file's new content and every old one.
 	Before func() ([]byte, error)
+	// ContentFrom, when set (Content nil), gives the new content when the
+	// commit writes the target's temp file, which lets go of it at once:
+	// a commit of many large files (an undo, whose contents are in its
+	// journal) then holds one of them at a time, not all until the first
+	// rename. ContentHash must be set: the journal records it before the
+	// content is asked for. The write is not a deletion.
+	ContentFrom func() ([]byte, error)
 }
+
+// writes reports whether w writes content (else it deletes the file).
+func (w *Write) writes() bool { return w.Content != nil || w.ContentFrom != nil }
 
 // The journal of one transaction is a directory journalDir/tx-*/ holding
 // manifest.json (and, only while a failed commit is undone, a backup of
@@ -187,6 +197,38 @@ func (p preimage) get() ([]byte, error) {
 }
 
 func (w *Workspace) commit(ctx context.Context, writes []Write, journalDir string, hook func(string) error) (err error) {
+	return w.run(ctx, writes, journalDir, hook, nil)
+}
+
+// Journal is the write-ahead record of a commit whose caller keeps it in
+// a journal of its own (CommitLogged) instead of a transaction directory:
+// the workspace and, for each write, its target, temp file, the
+// directories the commit makes for it and the hashes of its two states.
+// It is JSON, so that the caller can store it with its own records.
+type Journal struct {
+	Root    string         `json:"root"`
+	Entries []JournalEntry `json:"entries"`
+}
+
+// JournalEntry is one write of a Journal.
+type JournalEntry = journalEntry
+
+// CommitLogged is Commit with the write-ahead record kept by the caller:
+// once every target is read and checked, and before anything is created,
+// it calls log with the commit's Journal, which log must make durable
+// (with whatever else the caller journals, such as the bytes before for
+// an undo) before it returns; an error from log ends the commit with
+// nothing written. Then the temp files are written and synced, and
+// renamed over their targets. A process killed (or a system that
+// crashed) after log returned leaves the files for Settle, given the
+// journal and the bytes before: that saves a directory, a manifest, a
+// rename and three fsyncs per commit against Commit's own journal, for a
+// caller (smith's engine) that makes a durable record anyway.
+func (w *Workspace) CommitLogged(ctx context.Context, writes []Write, log func(*Journal) error) error {
+	return w.run(ctx, writes, "", nil, log)
+}
+
+func (w *Workspace) run(ctx context.Context, writes []Write, journalDir string, hook func(string) error, log func(*Journal) error) (err error) {
 	d, err := w.dir()
 	if err != nil {
 		return err
@@ -195,6 +237,14 @@ func (w *Workspace) commit(ctx context.Context, writes []Write, journalDir strin
 	pre, err := t.prepare(writes)
 	if err != nil {
 		return err
+	}
+	if log != nil {
+		if err := t.step("write the caller's journal"); err != nil {
+			return err
+		}
+		if err := log(&Journal{Root: w.real, Entries: slices.Clone(t.m.Entries)}); err != nil {
+			return err
+		}
 	}
 	if journalDir != "" {
 		if t.tx, err = newTxDir(journalDir); err != nil {
@@ -445,11 +495,14 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		if w.ExpectHash != "" && w.ExpectHash != got {
 			return nil, &StaleError{Path: rel, Want: w.ExpectHash, Got: got}
 		}
-		if w.Content == nil && !e.Existed {
+		if !w.writes() && !e.Existed {
 			return nil, fmt.Errorf("cannot delete %s: it does not exist", rel)
 		}
 		e.Before, e.After = got, HashAbsent
-		if w.Content != nil {
+		if w.Content == nil && w.ContentFrom != nil && w.ContentHash == "" {
+			return nil, fmt.Errorf("%s: a content given later needs its hash", rel)
+		}
+		if w.writes() {
 			e.After = w.ContentHash
 			if e.After == "" {
 				e.After = Hash(w.Content)
@@ -487,7 +540,17 @@ func (t *txn) stage(writes []Write) error {
 		if mode == 0 {
 			mode = e.Mode
 		}
-		f, err := createFile(t.d, e.Temp, writes[i].Content, mode)
+		content := writes[i].Content
+		if content == nil && writes[i].ContentFrom != nil {
+			var err error
+			if content, err = writes[i].ContentFrom(); err != nil {
+				return fmt.Errorf("the content of %s: %w", e.Path, err)
+			}
+			if content == nil {
+				content = []byte{}
+			}
+		}
+		f, err := createFile(t.d, e.Temp, content, mode)
 		if err != nil {
 			return fmt.Errorf("writing a temp file for %s: %w", e.Path, err)
 		}
@@ -497,6 +560,15 @@ func (t *txn) stage(writes []Write) error {
 }
 
 func syncAll(open []*os.File, what []string) error {
+	if len(open) == 1 {
+		// One file: no goroutine (whose fsync, blocking, would have the
+		// runtime start a thread for the waiting caller).
+		err := open[0].Sync()
+		if err != nil && what != nil {
+			err = fmt.Errorf("%s: %w", what[0], err)
+		}
+		return err
+	}
 	errs := make([]error, len(open))
 	var wg sync.WaitGroup
 	for i, f := range open {
@@ -977,6 +1049,60 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 		return did, err
 	}
 	return did, nil
+}
+
+// Settle finishes a commit of CommitLogged that was cut short (the
+// process killed, the system crashed) after its log returned, from its
+// Journal j; before(i) gives entry i's bytes before the commit (the
+// caller journalled them). The commit renames only once every temp file
+// is synced, so a target found in its new state means that every temp
+// file was complete: the others are renamed over their targets (rolled
+// forward). With no target in its new state nothing was renamed: the
+// temp files (and the directories made for them) are removed. Should a
+// target be neither renamed nor renameable (its temp file gone), the
+// targets already renamed get their bytes before back (rolled back), so
+// that the files end all before or all after the commit. A target found
+// in neither state was edited since: it is left alone and reported.
+// written reports whether the commit's writes are in place. Every step
+// looks at the file first, so Settle run again after a kill converges.
+func (w *Workspace) Settle(j *Journal, before func(i int) ([]byte, error)) (written bool, err error) {
+	return w.settle(j, before, nil)
+}
+
+func (w *Workspace) settle(j *Journal, before func(i int) ([]byte, error), hook func(string) error) (bool, error) {
+	t := &txn{ws: w, hook: hook, m: manifest{Version: 2, Root: j.Root, State: stateCommitted, Entries: j.Entries}}
+	if err := checkManifest(w, &t.m); err != nil {
+		return false, fmt.Errorf("journal of an interrupted write: %v; nothing was written", err)
+	}
+	var err error
+	if t.d, err = w.dir(); err != nil {
+		return false, err
+	}
+	begun := false
+	for _, e := range t.m.Entries {
+		if e.After == e.Before {
+			continue
+		}
+		cur, err := t.hashOf(e.Path)
+		if err == nil && cur == e.After {
+			begun = true
+			break
+		}
+	}
+	if !begun {
+		t.removeStaged()
+		return false, nil
+	}
+	ferr := t.rollForward()
+	if ferr == nil {
+		return true, nil
+	}
+	// Some target could not get its new bytes: put every one that has
+	// them back, so that the files are not half written.
+	if berr := t.rollBack(len(t.m.Entries), before); berr != nil {
+		return false, errors.Join(ferr, berr)
+	}
+	return false, fmt.Errorf("%w; the files written were put back", ferr)
 }
 
 // removeStaged removes the temp files and the directories made for them

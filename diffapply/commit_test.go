@@ -112,18 +112,25 @@ func treeState(t *testing.T, root string, before, after map[string]string) strin
 // makes to the file system (manifest writes, renames, removals, the
 // journal's removal): the tree is all before or all after, and one
 // Recover leaves it so with an empty journal.
-func TestCommitFailsAtEveryStep(t *testing.T) { testCommitFailsAtEveryStep(t, false) }
+func TestCommitFailsAtEveryStep(t *testing.T) { testCommitFailsAtEveryStep(t, nil) }
 
 // TestCommitFailsAtEveryStepBeforeGiven is TestCommitFailsAtEveryStep with Write.Before set: the commit
 // holds no pre-image and takes it back from the caller to roll back.
-func TestCommitFailsAtEveryStepBeforeGiven(t *testing.T) { testCommitFailsAtEveryStep(t, true) }
+func TestCommitFailsAtEveryStepBeforeGiven(t *testing.T) { testCommitFailsAtEveryStep(t, byBefore) }
 
-func testCommitFailsAtEveryStep(t *testing.T, given bool) {
+// TestCommitFailsAtEveryStepContentGiven is TestCommitFailsAtEveryStep with
+// Write.Before and Write.ContentFrom set, as smith's undo writes: the
+// commit holds neither the bytes before nor the new ones.
+func TestCommitFailsAtEveryStepContentGiven(t *testing.T) {
+	testCommitFailsAtEveryStep(t, byBeforeAndContent)
+}
+
+func testCommitFailsAtEveryStep(t *testing.T, given givenBy) {
 	for n := 1; ; n++ {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, after := commitFixture(t, root)
-		if given {
-			writes = beforeGiven(writes, before, nil)
+		if given != nil {
+			writes = given(writes, before)
 		}
 		steps, _, err := runKilledAt(n, false, func(hook func(string) error) error {
 			return commitWithHook(root, writes, journal, hook)
@@ -211,18 +218,24 @@ func TestRecoveryConvergesAfterKills(t *testing.T) {
 // TestAbortKilledRollsBack: a commit whose third rename fails undoes the
 // two before it; killed at each step of that undo, recovery finishes it:
 // the tree is all before.
-func TestAbortKilledRollsBack(t *testing.T) { testAbortKilledRollsBack(t, false) }
+func TestAbortKilledRollsBack(t *testing.T) { testAbortKilledRollsBack(t, nil) }
 
 // TestAbortKilledRollsBackBeforeGiven is TestAbortKilledRollsBack with Write.Before set: the commit
 // holds no pre-image and takes it back from the caller to roll back.
-func TestAbortKilledRollsBackBeforeGiven(t *testing.T) { testAbortKilledRollsBack(t, true) }
+func TestAbortKilledRollsBackBeforeGiven(t *testing.T) { testAbortKilledRollsBack(t, byBefore) }
 
-func testAbortKilledRollsBack(t *testing.T, given bool) {
+// TestAbortKilledRollsBackContentGiven is TestAbortKilledRollsBack with
+// Write.Before and Write.ContentFrom set.
+func TestAbortKilledRollsBackContentGiven(t *testing.T) {
+	testAbortKilledRollsBack(t, byBeforeAndContent)
+}
+
+func testAbortKilledRollsBack(t *testing.T, given givenBy) {
 	for m := 1; ; m++ {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, after := commitFixture(t, root)
-		if given {
-			writes = beforeGiven(writes, before, nil)
+		if given != nil {
+			writes = given(writes, before)
 		}
 		failed := false
 		var steps []string
@@ -275,21 +288,25 @@ func testAbortKilledRollsBack(t *testing.T, given bool) {
 // check and its rename (from the hook: after a.txt was verified, before
 // its rename, run.sh is written). The write must survive, a.txt (renamed
 // before) is restored, and the error is a StaleError naming run.sh.
-func TestCommitLostUpdate(t *testing.T) { testCommitLostUpdate(t, false) }
+func TestCommitLostUpdate(t *testing.T) { testCommitLostUpdate(t, nil) }
 
 // TestCommitLostUpdateBeforeGiven is TestCommitLostUpdate with Write.Before set: the commit
 // holds no pre-image and takes it back from the caller to roll back.
-func TestCommitLostUpdateBeforeGiven(t *testing.T) { testCommitLostUpdate(t, true) }
+func TestCommitLostUpdateBeforeGiven(t *testing.T) { testCommitLostUpdate(t, byBefore) }
 
-func testCommitLostUpdate(t *testing.T, given bool) {
+// TestCommitLostUpdateContentGiven is TestCommitLostUpdate with
+// Write.Before and Write.ContentFrom set.
+func TestCommitLostUpdateContentGiven(t *testing.T) { testCommitLostUpdate(t, byBeforeAndContent) }
+
+func testCommitLostUpdate(t *testing.T, given givenBy) {
 	for _, theirs := range []string{
 		"#!/bin/sh\necho appended by another program\n",
 		"#!/bin/zs\n", // same size, likely within the same mtime tick: only the hash tells
 	} {
 		root, journal := t.TempDir(), t.TempDir()
 		writes, before, _ := commitFixture(t, root)
-		if given {
-			writes = beforeGiven(writes, before, nil)
+		if given != nil {
+			writes = given(writes, before)
 		}
 		err := commitWithHook(root, writes, journal, func(step string) error {
 			if step == "rename a.txt" {
@@ -701,6 +718,44 @@ func TestRecoverVersion1Journal(t *testing.T) {
 	}
 }
 
+// givenBy changes the writes of commitFixture (before: its files'
+// texts) so that the caller gives the commit some of the bytes; nil
+// leaves them as they are.
+type givenBy func(writes []Write, before map[string]string) []Write
+
+// byBefore gives the bytes before (Write.Before).
+func byBefore(writes []Write, before map[string]string) []Write {
+	return beforeGiven(writes, before, nil)
+}
+
+// byBeforeAndContent gives the bytes before and the new content
+// (Write.ContentFrom).
+func byBeforeAndContent(writes []Write, before map[string]string) []Write {
+	return contentGiven(beforeGiven(writes, before, nil), nil)
+}
+
+// contentGiven moves the Content of every write that has one to
+// ContentFrom (with its ContentHash), counting the calls in calls (when
+// set).
+func contentGiven(writes []Write, calls map[string]int) []Write {
+	out := slices.Clone(writes)
+	for i := range out {
+		b := out[i].Content
+		if b == nil {
+			continue
+		}
+		p := out[i].Path
+		out[i].Content, out[i].ContentHash = nil, Hash(b)
+		out[i].ContentFrom = func() ([]byte, error) {
+			if calls != nil {
+				calls[p]++
+			}
+			return slices.Clone(b), nil
+		}
+	}
+	return out
+}
+
 // beforeGiven sets Write.Before of every existing target of writes to
 // give back its text in before, counting the calls in calls (when set).
 func beforeGiven(writes []Write, before map[string]string, calls *int) []Write {
@@ -752,5 +807,45 @@ func TestBeforeGivenIsAskedOnlyToRollBack(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(got) != "a after\n" {
 		t.Errorf("a.txt after a refused rollback: %q, want it left as written", got)
+	}
+}
+
+// TestContentGivenIsAskedOnce: with Write.ContentFrom, a commit asks for
+// each new content once, when it writes that file, and writes it byte for
+// byte; a content that cannot be given fails the commit before any
+// rename, leaving the tree as it was and naming the file; a content given
+// later without its hash is refused before anything is written.
+func TestContentGivenIsAskedOnce(t *testing.T) {
+	root, journal := t.TempDir(), t.TempDir()
+	writes, _, after := commitFixture(t, root)
+	calls := map[string]int{}
+	must(t, Commit(context.Background(), root, contentGiven(writes, calls), journal))
+	assertFiles(t, root, after)
+	if want := map[string]int{"a.txt": 1, "run.sh": 1, "new/dir/b.txt": 1}; !maps.Equal(calls, want) {
+		t.Errorf("contents asked for: %v, want each once: %v", calls, want)
+	}
+
+	root, journal = t.TempDir(), t.TempDir()
+	writes, before, after := commitFixture(t, root)
+	failing := contentGiven(writes, nil)
+	failing[2].ContentFrom = func() ([]byte, error) { return nil, errors.New("the journal's pack is unreadable") }
+	err := Commit(context.Background(), root, failing, journal)
+	if err == nil || !strings.Contains(err.Error(), "new/dir/b.txt") || !strings.Contains(err.Error(), "unreadable") {
+		t.Fatalf("a content that cannot be given: %v, want the error naming new/dir/b.txt", err)
+	}
+	if got := treeState(t, root, before, after); got != "before" {
+		t.Errorf("tree after a content could not be given: %s, want before", got)
+	}
+	if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+		t.Errorf("journal left: %v", ents)
+	}
+
+	nohash := contentGiven(writes, nil)
+	nohash[0].ContentHash = ""
+	if err := Commit(context.Background(), root, nohash, journal); err == nil || !strings.Contains(err.Error(), "a.txt") {
+		t.Fatalf("a content given later without its hash: %v, want a refusal naming a.txt", err)
+	}
+	if got := treeState(t, root, before, after); got != "before" {
+		t.Errorf("tree after a refused commit: %s, want before", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smith-dev/smith/config"
+	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/diffapply"
 	"github.com/smith-dev/smith/protocol"
 )
@@ -223,9 +224,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		diffOf := func(f *diffapply.File) (int64, func() (string, error)) {
-			d := f.Diff(ids)
-			return int64(len(d)), func() (string, error) { return d, nil }
+		diffOf := func(f *diffapply.File) (int64, func() (string, *diffapply.File, error)) {
+			d, plan := f.AppliedPlan(ids, true)
+			return int64(len(d)), func() (string, *diffapply.File, error) { return d, plan, nil }
 		}
 		if sa != nil {
 			diffOf = sa.asApplied
@@ -363,17 +364,18 @@ func (l *memLimit) grow(f *diffapply.File, kept bool) {
 // journalled for smith undo (a warning says why).
 //
 // diffOf gives a file's as-applied diff of the chosen hunks: its size, and
-// its text, read when the engine records the file's change (an engine in
-// this process takes them one at a time: ApplyPatchSeq).
+// its text and plan (nil: none; daemon.PlannedChange), read when the
+// engine records the file's change (an engine in this process takes them
+// one at a time: ApplyPlannedSeq).
 //
 // lim (nil: none) is lifted when the diffs must all be read at once.
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, error)), lim *memLimit) (bool, error) {
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, *diffapply.File, error)), lim *memLimit) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
 	}
 	var chs []protocol.Change
-	var texts []func() (string, error) // each change's diff
+	var texts []func() (string, *diffapply.File, error) // each change's diff and plan
 	for _, f := range p.Files {
 		if f.Op == diffapply.OpCopy || f.Mode != 0 {
 			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, map[bool]string{true: "is a copy", false: "changes the file mode"}[f.Op == diffapply.OpCopy])
@@ -415,22 +417,24 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	defer b.Close()
 	if q, ok := b.(patchSeqApplier); ok {
-		_, err = q.ApplyPatchSeq(ctx, "", func(yield func(protocol.Change, error) bool) {
+		_, err = q.ApplyPlannedSeq(ctx, "", func(yield func(daemon.PlannedChange, error) bool) {
 			for i, ch := range chs {
+				pc := daemon.PlannedChange{Change: ch}
 				var err error
-				ch.Diff, err = texts[i]()
+				pc.Diff, pc.Plan, err = texts[i]()
 				texts[i] = nil
-				if !yield(ch, err) || err != nil {
+				if !yield(pc, err) || err != nil {
 					return
 				}
 			}
 		})
 		return true, err
 	}
-	// A smith serve records them: every diff is sent at once.
+	// A smith serve records them: every diff is sent at once (the plans
+	// stay here).
 	lim.lift()
 	for i := range chs {
-		if chs[i].Diff, err = texts[i](); err != nil {
+		if chs[i].Diff, _, err = texts[i](); err != nil {
 			return true, err
 		}
 	}
@@ -440,10 +444,12 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 
 // patchSeqApplier is an engine in this process (*daemon.Engine): the
 // report is smith apply's own, so the engine need not present the
-// changes it applied (plan each again) to return them, and it takes them
-// one at a time, so that a large patch's diffs are not all held at once.
+// changes it applied (plan each again) to return them; it takes them
+// one at a time, so that a large patch's diffs are not all held at once,
+// and with the plans smith apply made of them, so that it need not plan
+// them again.
 type patchSeqApplier interface {
-	ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error)
+	ApplyPlannedSeq(ctx context.Context, dialogID string, chs iter.Seq2[daemon.PlannedChange, error]) ([]string, error)
 }
 
 // The engine in this process takes the short way (a rename of the method

@@ -51,16 +51,20 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 		when  int
 	}
 	var kills []kill
+	// An older smith removed a transaction folder (unlinks); this one
+	// makes none for an apply through the engine.
 	for _, when := range []int{2, 3, 25} {
 		kills = append(kills, kill{"unlinkat", when})
 	}
-	for _, when := range []int{1, 25, 51, 53} {
+	// The write-ahead state file (rename 1), the first, the 25th and the
+	// last file (2, 26, 51), the state that the write happened (52).
+	for _, when := range []int{1, 2, 26, 51, 52, 53} {
 		kills = append(kills, kill{"renameat,renameat2,rename", when})
 	}
-	// The engine's journal: the pack of bytes before (fsync 1), the
-	// write-ahead state (3), the temp files (5), the state that the write
-	// happened (the last ones).
-	for _, when := range []int{1, 3, 5, 60} {
+	// The engine's journal: the write-ahead state file (fsync 1) and its
+	// folder (2), the temp files (3 to 52), the folder renamed in (53),
+	// the state that the write happened (54).
+	for _, when := range []int{1, 2, 3, 5, 53, 54} {
 		kills = append(kills, kill{"fsync", when})
 	}
 	for _, k := range kills {

@@ -22,6 +22,10 @@ type streamedApply struct {
 	writesErr error // what Patch.Writes(ids) would return
 	writes    int   // how many writes it would return
 	diffs     map[*diffapply.File]string
+	// plans holds, beside a diff held in memory, the plan of that diff
+	// when diffapply made it (File.AppliedPlan), for the engine, which
+	// then need not plan it again (daemon.PlannedChange).
+	plans map[*diffapply.File]*diffapply.File
 	// A large diff's as-applied diffs wait in an unlinked temporary file
 	// (spool, at spooled) until the engine asks for each: together they
 	// can be twice the diff (go-udiff's diff of a large file rewrites
@@ -39,20 +43,24 @@ type spoolRange struct{ off, n int64 }
 const spoolDiffsFrom = spillAt
 
 // asApplied gives f's as-applied diff of the chosen hunks: its size, and
-// its text when the engine asks for it (once: what it held is let go).
-func (sa *streamedApply) asApplied(f *diffapply.File) (int64, func() (string, error)) {
+// its text and plan (nil: none) when the engine asks for them (once:
+// what it held is let go).
+func (sa *streamedApply) asApplied(f *diffapply.File) (int64, func() (string, *diffapply.File, error)) {
 	if r, ok := sa.spooled[f]; ok {
-		return r.n, func() (string, error) {
+		return r.n, func() (string, *diffapply.File, error) {
 			b := make([]byte, r.n)
 			if _, err := sa.spool.ReadAt(b, r.off); err != nil {
-				return "", fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
+				return "", nil, fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
 			}
-			return string(b), nil
+			return string(b), nil, nil
 		}
 	}
-	d := sa.diffs[f]
-	delete(sa.diffs, f) // handed over, not kept: the engine holds it until its journal has it
-	return int64(len(d)), func() (string, error) { return d, nil }
+	d, plan := sa.diffs[f], sa.plans[f]
+	// Handed over, not kept: the engine holds the diff until its journal
+	// has it, the plan until it has planned the change with it.
+	delete(sa.diffs, f)
+	delete(sa.plans, f)
+	return int64(len(d)), func() (string, *diffapply.File, error) { return d, plan, nil }
 }
 
 // close removes the spool.
@@ -76,7 +84,7 @@ const (
 // planStreamed plans diff file by file, keeping each file's as-applied
 // diff as keep says; lim (nil: none) learns of each file.
 func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
-	sa := &streamedApply{diffs: map[*diffapply.File]string{}, spooled: map[*diffapply.File]spoolRange{}}
+	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, spooled: map[*diffapply.File]spoolRange{}}
 	withDiffs := keep != noDiffs
 	spoolAt := int64(0)
 	if keep == diffsSpooled {
@@ -102,7 +110,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		switch {
 		case !withDiffs || !selectsFile(f, ids):
 		case sa.spool != nil:
-			diff := f.Diff(ids)
+			diff := f.AppliedDiff(ids)
 			if n, err := sa.spool.WriteAt([]byte(diff), spoolAt); err != nil {
 				sa.diffs[d] = diff // the temporary file is full: held in memory after all
 			} else {
@@ -110,8 +118,14 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 				spoolAt += int64(n)
 			}
 		default:
-			// A copy of exactly its size: the builder behind it doubled.
-			sa.diffs[d] = strings.Clone(f.Diff(ids))
+			diff, plan := f.AppliedPlan(ids, true)
+			if plan != nil {
+				sa.plans[d] = plan
+			} else {
+				// A copy of exactly its size: go-udiff's builder doubled.
+				diff = strings.Clone(diff)
+			}
+			sa.diffs[d] = diff
 		}
 		files = append(files, d)
 		return nil

@@ -335,20 +335,28 @@ func TestSpooledDiffsAreTheDiffs(t *testing.T) {
 		t.Errorf("the spool %s still has a name: %v", spooled.spool.Name(), err)
 	}
 	for i, f := range whole.Files {
-		want := f.Diff(nil)
+		want := f.AppliedDiff(nil)
 		for name, sa := range map[string]*streamedApply{"in memory": mem, "spooled": spooled} {
 			n, text := sa.asApplied(sa.patch.Files[i])
-			got, err := text()
+			got, plan, err := text()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != want || n != int64(len(want)) {
 				t.Errorf("%s: %s: as-applied diff of %d bytes (said %d), want %d bytes:\n%s", name, f.Path, len(got), n, len(want), got)
 			}
+			// Plans are kept beside diffs in memory only: a spooled patch
+			// is too large to hold every file's plan.
+			if (plan != nil) != (sa == mem) {
+				t.Errorf("%s: %s: plan handed over: %v", name, f.Path, plan != nil)
+			}
+			if plan != nil && (len(plan.Hunks) != len(f.Hunks) || string(plan.After) != string(f.After)) {
+				t.Errorf("%s: %s: the plan handed over has %d hunks and gives %q", name, f.Path, len(plan.Hunks), plan.After)
+			}
 		}
 	}
-	if len(mem.diffs) != 0 {
-		t.Errorf("%d diffs still held in memory after they were handed over", len(mem.diffs))
+	if len(mem.diffs) != 0 || len(mem.plans) != 0 {
+		t.Errorf("%d diffs and %d plans still held in memory after they were handed over", len(mem.diffs), len(mem.plans))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -98,6 +99,14 @@ func (e *noDaemonError) Unwrap() error { return e.err }
 // on workspace. A socket nobody answers is a *noDaemonError; a daemon that
 // answers but refuses is an error of its own.
 func dialDaemon(ctx context.Context, sock, workspace string) (backend, error) {
+	var pe *fs.PathError
+	if _, err := os.Lstat(sock); errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+		// Nothing to dial (the common case of a terminal command): no
+		// dialer, whose context would install the signal handler, and
+		// no poller set up for a socket. The error says what the dial
+		// would have ("no such file or directory").
+		return nil, &noDaemonError{sock: sock, err: pe.Err}
+	}
 	c, err := editor.DialClient(ctx, sock, editor.ClientOptions{})
 	if err != nil {
 		return nil, &noDaemonError{sock: sock, err: err}

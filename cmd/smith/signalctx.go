@@ -60,7 +60,17 @@ func (c *signalContext) stop() {
 
 func (c *signalContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 func (c *signalContext) Done() <-chan struct{}       { return c.use().Done() }
-func (c *signalContext) Err() error                  { return c.use().Err() }
+
+// Err does not install the handler: until it is installed, no signal can
+// have ended the context (it would have ended the process), so the parent
+// answers. smith apply asks once before its first rename; installing the
+// handler there started two threads of the runtime's for one question.
+func (c *signalContext) Err() error {
+	if n := c.n.Load(); n != nil {
+		return n.ctx.Err()
+	}
+	return c.parent.Err()
+}
 
 // Value asks the installed context once there is one, so that contexts
 // derived from this one find its cancelation (context's parentCancelCtx

@@ -21,8 +21,11 @@ func TestSignalContextInstallsOnFirstUse(t *testing.T) {
 	if got := ctx.Value(signalCtxKey{}); got != "v" {
 		t.Fatalf("Value before use = %v, want the parent's %q", got, "v")
 	}
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("Err before use = %v", err)
+	}
 	if c.n.Load() != nil {
-		t.Fatal("the handler was installed before anything used the context")
+		t.Fatal("the handler was installed before anything waited on the context (Err asks, it does not wait)")
 	}
 	child, cancelChild := context.WithCancel(ctx) // calls Done: installs
 	defer cancelChild()

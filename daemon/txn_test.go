@@ -1,0 +1,269 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// TestRestartSettlesAnApplyCutShort: an apply whose disk commit keeps its
+// journal in the state file (Txn) is cut short at each point where the
+// files can be found: after its write-ahead save, with the temp files
+// written and nothing renamed; after its first rename; and after its first
+// rename with the other temp file lost (a system crash that kept no entry
+// of it). The next start leaves the files all before or all after, no
+// temp file and no journal, the changes as the files say (applied, and
+// undone by Undo; or pending, and applied again by ApplyChanges).
+func TestRestartSettlesAnApplyCutShort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		renamed bool // a.txt was renamed over
+		temps   bool // the temp files not renamed are there
+		after   bool // the state the files must end in
+	}{
+		{"journal saved, nothing renamed", false, true, false},
+		{"one file renamed", true, true, true},
+		{"one file renamed, the other's temp file lost", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			names := []string{"a.txt", "sub/b.txt"}
+			before := map[string]string{"a.txt": "a one\na two\n", "sub/b.txt": "b one\nb two\n"}
+			after := map[string]string{"a.txt": "a one\na TWO\n", "sub/b.txt": "b ONE\nb two\n"}
+			f := newFixture(t, fixtureOpts{protocol: "v0", files: before, mutate: func(c *Config) { c.NoWatch = true }})
+			ctx := context.Background()
+			var chs []protocol.Change
+			for _, n := range names {
+				chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(before[n]), []byte(after[n]))})
+			}
+			ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			statePath := filepath.Join(f.e.StateDir(), "state.json")
+			if err := f.e.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// Rewind state.json to its write-ahead save: the changes
+			// pending, their undo records pending, the commit's journal.
+			b, err := os.ReadFile(statePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"txn"`) {
+				t.Errorf("the state file keeps a finished commit's journal:\n%s", b)
+			}
+			var st map[string]any
+			if err := json.Unmarshal(b, &st); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range st["changes"].([]any) {
+				ch := x.(map[string]any)
+				ch["status"], ch["baseHash"] = StatusPending, hashBytes([]byte(before[ch["path"].(string)]))
+				for _, h := range ch["hunks"].([]any) {
+					h.(map[string]any)["status"] = StatusPending
+				}
+			}
+			realWS, err := filepath.EvalSymlinks(f.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := map[string]any{"root": realWS}
+			var entries, seqs []any
+			for i, x := range st["undo"].([]any) {
+				r := x.(map[string]any)
+				r["state"], r["via"] = undoPending, ""
+				n := names[i]
+				if r["rel"] != filepath.FromSlash(n) {
+					t.Fatalf("undo record %d is of %v, want %s", i, r["rel"], n)
+				}
+				if _, ok := r["before"].(map[string]any)["inline"]; !ok {
+					t.Errorf("the undo record of %s keeps its small text before elsewhere: %v", n, r["before"])
+				}
+				seqs = append(seqs, r["seq"])
+				entries = append(entries, map[string]any{
+					"path": n, "temp": tempOf(n), "existed": true, "mode": 0o644,
+					"before": diffapply.Hash([]byte(before[n])), "after": diffapply.Hash([]byte(after[n])),
+				})
+			}
+			tx["entries"], tx["undo"] = entries, seqs
+			st["txn"] = tx
+			if b, err = json.Marshal(st); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(statePath, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The files as the cut left them.
+			for _, n := range names {
+				text := before[n]
+				if n == "a.txt" && tc.renamed {
+					text = after[n]
+				} else if tc.temps {
+					f.write(tempOf(n), after[n])
+				}
+				f.write(n, text)
+			}
+
+			f.e = f.open()
+			p := f.e.Attach(nil)
+			want := before
+			if tc.after {
+				want = after
+			}
+			for _, n := range names {
+				if got := f.read(n); got != want[n] {
+					t.Errorf("%s after the restart holds %q, want %q", n, got, want[n])
+				}
+				if _, err := os.Stat(f.path(tempOf(n))); !os.IsNotExist(err) {
+					t.Errorf("the temp file of %s is left", n)
+				}
+			}
+			if b, _ := os.ReadFile(statePath); strings.Contains(string(b), `"txn"`) {
+				t.Errorf("the journal is left in the state file after the restart")
+			}
+			wantStatus := StatusPending
+			if tc.after {
+				wantStatus = StatusApplied
+			}
+			for _, id := range ids {
+				c, err := f.e.Change(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Status != wantStatus {
+					t.Errorf("change %s (%s) is %s after the restart, want %s", id, c.Path, c.Status, wantStatus)
+				}
+			}
+			if tc.after {
+				if _, err := f.e.Undo(WithPeer(ctx, p), ""); err != nil {
+					t.Fatalf("undo after the restart: %v", err)
+				}
+				for _, n := range names {
+					if got := f.read(n); got != before[n] {
+						t.Errorf("undo left %s holding %q", n, got)
+					}
+				}
+				return
+			}
+			if _, err := f.e.ApplyChanges(WithPeer(ctx, p), ids); err != nil {
+				t.Fatalf("applying again after the restart: %v", err)
+			}
+			for _, n := range names {
+				if got := f.read(n); got != after[n] {
+					t.Errorf("applied again, %s holds %q", n, got)
+				}
+			}
+		})
+	}
+}
+
+// tempOf is the temp file name the rewound journal gives n.
+func tempOf(n string) string {
+	dir, base := filepath.Split(n)
+	return filepath.ToSlash(filepath.Join(dir, "."+base+".smith-0123456789ab"))
+}
+
+// TestSmallApplyMakesNoPack: the text a small write replaces stays in its
+// undo record, so that an apply of a small file makes no pack (nor the
+// blobs folder) and no transaction folder: its journal is the state file
+// alone. Undo after a restart restores the bytes.
+func TestSmallApplyMakesNoPack(t *testing.T) {
+	t.Parallel()
+	before, after := "x one\nx two\n", "x one\nx 2\n"
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"x.txt": before}, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	if _, err := f.e.ApplyPatchIDs(ctx, "", []protocol.Change{{Path: "x.txt", Kind: protocol.ChangeModify, Diff: unifiedDiff("x.txt", []byte(before), []byte(after))}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.e.StateDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "lock state.json" {
+		t.Errorf("the state folder holds %v, want the lock and state.json only", names)
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if _, err := f.e.Undo(WithPeer(ctx, f.e.Attach(nil)), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.read("x.txt"); got != before {
+		t.Errorf("undo left %q", got)
+	}
+}
+
+// TestInlineTextsMoveToAPack: the small texts kept in undo records stay
+// under inlineTotal in all: past it they go to one pack together, and
+// undo still restores every one of them.
+func TestInlineTextsMoveToAPack(t *testing.T) {
+	t.Parallel()
+	const files = 12 // of 10 KiB: 120 KiB of texts before, past inlineTotal
+	orig := map[string]string{}
+	var names []string
+	for i := range files {
+		n := filepathName(i)
+		names = append(names, n)
+		orig[n] = bigFile(n, 10<<10/48)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	for _, n := range names {
+		next := editEvery(orig[n], "X", 1<<20) // one line: a small diff, kept in the state file
+		if _, err := f.e.ApplyPatchIDs(ctx, "", []protocol.Change{{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(orig[n]), []byte(next))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(f.e.StateDir(), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Undo []*undoRecord `json:"undo"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	inline := 0
+	for _, r := range st.Undo {
+		inline += len(r.Before.Inline)
+	}
+	if inline > inlineTotal {
+		t.Errorf("state.json keeps %d bytes of texts before inline, over %d", inline, inlineTotal)
+	}
+	if packs := blobFiles(t, f.e.StateDir()); len(packs) == 0 || len(packs) > files/2 {
+		t.Errorf("packs after %d small applies: %v", files, packs)
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	p := f.e.Attach(nil)
+	for range names {
+		if _, err := f.e.Undo(WithPeer(ctx, p), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		if got := f.read(n); got != orig[n] {
+			t.Errorf("undo left %s not as it was", n)
+		}
+	}
+}
+
+func filepathName(i int) string { return "f" + string(rune('a'+i)) + ".txt" }

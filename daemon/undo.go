@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+)
+
+// undoWrite is the write that takes r back, refused with ErrConflict when
+// the file no longer holds what smith wrote. A file on disk of
+// e.holdBelow (keepTextBelow, 1 MiB) or more, before or after, is not
+// held until the commit:
+// the commit checks it by hash, reads the text before from the journal as
+// it writes the file (nextFrom), and to roll back takes the text smith
+// wrote from spare, where it goes meanwhile (the journal holds only its
+// hash). An undo of many large files then holds one at a time.
+func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare *spareFile) (*fileWrite, error) {
+	tg, err := e.current(p, r.Path)
+	if err != nil {
+		return nil, err
+	}
+	if tg.open && !r.After.Exists {
+		tg = e.deletedBehindBuffer(r, tg)
+	}
+	if !r.After.matches(tg.text, tg.exists) {
+		return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
+	}
+	w := &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, nextExists: r.Before.Exists}
+	if tg.open || (len(tg.text) < e.holdBelow && r.Before.Len < int64(e.holdBelow)) {
+		if w.next, err = e.store.getBlob(r.Before); err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
+	if tg.exists {
+		w.tg.hash = r.After.Hash // matched just above
+		if len(tg.text) >= e.holdBelow {
+			if w.beforeFrom, err = spare.put(tg.text); err != nil {
+				return nil, fmt.Errorf("keep the text of %s while it is undone (nothing was written): %w", r.Rel, err)
+			}
+		}
+		w.tg.text = nil
+	}
+	if r.Before.Exists {
+		ref := r.Before
+		w.nextHash = ref.Hash
+		w.nextFrom = func() ([]byte, error) {
+			b, err := e.store.getBlob(ref)
+			if err != nil {
+				return nil, journalError{err}
+			}
+			return b, nil
+		}
+	}
+	return w, nil
+}
+
+// journalError is the journal failing to give the bytes an undo restores
+// while the disk commit writes them: Undo reports it as it is, as when it
+// reads them before the commit (a small file), not as a failed write.
+type journalError struct{ err error }
+
+func (e journalError) Error() string { return e.err.Error() }
+func (e journalError) Unwrap() error { return e.err }
+
+// spareFile keeps texts an undo replaces while the disk commit may roll
+// back: an unlinked temporary file in the state folder, so that it is
+// never synced and nothing is left of it once the undo ends, whichever
+// way (a process killed during the commit leaves its journal, which rolls
+// forward or back from backups of its own).
+type spareFile struct {
+	dir      string
+	f        *os.File
+	size     int64
+	unlinked bool
+}
+
+// put appends b and returns a way to read it back.
+func (s *spareFile) put(b []byte) (func() ([]byte, error), error) {
+	if s.f == nil {
+		// Named like writeAtomic's temp files, which removeTemps deletes
+		// should the process die before it is unlinked.
+		f, err := os.CreateTemp(s.dir, ".tmp-undo-*")
+		if err != nil {
+			return nil, err
+		}
+		s.f, s.unlinked = f, os.Remove(f.Name()) == nil
+	}
+	off := s.size
+	if _, err := s.f.WriteAt(b, off); err != nil {
+		return nil, err
+	}
+	s.size += int64(len(b))
+	f, n := s.f, int64(len(b))
+	return func() ([]byte, error) {
+		out := make([]byte, n)
+		if _, err := f.ReadAt(out, off); err != nil {
+			return nil, fmt.Errorf("read back the text smith wrote: %w", err)
+		}
+		return out, nil
+	}, nil
+}
+
+// close lets the texts go.
+func (s *spareFile) close() {
+	if s.f == nil {
+		return
+	}
+	s.f.Close()
+	if !s.unlinked {
+		os.Remove(s.f.Name()) // a system that does not remove an open file
+	}
+	s.f = nil
+}

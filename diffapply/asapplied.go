@@ -1,0 +1,402 @@
+package diffapply
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+)
+
+// AppliedDiff is the as-applied diff of the chosen hunks (nil ids means
+// all) for a caller that records it (smith apply hands it to the engine):
+// a diff that takes Before to Render(ids), with the file's real context
+// lines, like Diff. It differs from Diff only in how it is made: when it
+// can, it writes the diff straight from the plan, which knows which lines
+// each hunk replaced, instead of diffing the whole file again with
+// go-udiff (most of the CPU of smith apply on a large diff); else it is
+// Diff. The two can differ in text (where go-udiff aligns a changed run
+// differently, or numbers a merged hunk's new side wrongly), never in what
+// they do to Before.
+func (f *File) AppliedDiff(ids []int) string {
+	d, _ := f.AppliedPlan(ids, false)
+	return d
+}
+
+// AppliedPlan is AppliedDiff and, when withPlan is set and it can, the
+// File that Plan of that diff against Before would give (the same hunks,
+// headers, bodies and matches, each exact at the line it states; Path is
+// f's, ID 1, hunk IDs 1 to n), so that a caller who records the diff need
+// not plan it again: only for a modification of an existing file whose
+// diff was written from the plan, without "\ No newline at end of file"
+// and without a carriage return other than a CRLF line end; else nil.
+func (f *File) AppliedPlan(ids []int, withPlan bool) (string, *File) {
+	oldLabel, newLabel, after := f.diffSides(ids)
+	if bytes.Equal(f.Before, after) {
+		return "", nil
+	}
+	edits, off, ok := f.appliedEdits(ids, after)
+	if !ok {
+		return udiff.Unified(oldLabel, newLabel, string(f.Before), string(after)), nil
+	}
+	d, hunks := writeUnified(oldLabel, newLabel, f.Before, off, edits)
+	if !withPlan {
+		return d, nil
+	}
+	return d, f.appliedFile(d, hunks, edits, after)
+}
+
+// diffSides returns the labels and the text after of the as-applied diff
+// of ids (Diff).
+func (f *File) diffSides(ids []int) (oldLabel, newLabel string, after []byte) {
+	oldLabel, newLabel = "a/"+f.Path, "b/"+f.Path
+	if f.OldPath != "" {
+		oldLabel = "a/" + f.OldPath
+	}
+	if ids == nil && f.Op != OpDelete {
+		after = f.After // Plan rendered every hunk already
+	} else {
+		after = f.Render(ids)
+	}
+	switch f.Op {
+	case OpCreate:
+		oldLabel = "/dev/null"
+	case OpDelete:
+		if ids == nil || len(ids) == len(f.Hunks) {
+			newLabel, after = "/dev/null", nil
+		}
+	}
+	return oldLabel, newLabel, after
+}
+
+// lineEdit replaces the lines [start, end) of Before by add.
+type lineEdit struct {
+	start, end int
+	add        []addedLine
+}
+
+// addedLine is a line an edit adds, as Render writes it.
+type addedLine struct{ text, eol string }
+
+func (a addedLine) equals(b []byte) bool {
+	return len(b) == len(a.text)+len(a.eol) && string(b[:len(a.text)]) == a.text && string(b[len(a.text):]) == a.eol
+}
+
+// appliedEdits finds the as-applied diff of ids in the plan: each chosen
+// hunk's runs of removed and added lines, at the place it matched, become
+// line edits of Before (a line removed and added back the same at a run's
+// either end is no change, as a line diff would see it). It gives up
+// (false) unless the edits, applied to Before, give exactly after, which
+// is what Render does and what go-udiff's diff would do; it also gives up
+// on what diffapply would read differently from what it says (a run at
+// the end of the file that removes a line and adds it back, which Plan
+// takes for a final newline changing). It returns the edits and where
+// Before's lines start (off).
+func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
+	var ps []*job
+	for _, j := range f.jobs {
+		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
+			ps = append(ps, j)
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b *job) int { return a.place.at - b.place.at })
+	l := f.lines
+	n := l.len()
+	// off[i] is where line i starts in Before; off[n] is its end.
+	off := make([]int, n+1)
+	for i := range n {
+		off[i+1] = off[i] + len(l.text[i]) + len(l.eol[i].String())
+	}
+	if off[n] != len(f.Before) {
+		return nil, nil, false
+	}
+	line := func(i int) []byte { return f.Before[off[i]:off[i+1]] }
+	var edits []lineEdit
+	flush := func(e lineEdit) {
+		for e.start < e.end && len(e.add) > 0 && e.add[0].equals(line(e.start)) {
+			e.start, e.add = e.start+1, e.add[1:]
+		}
+		for e.start < e.end && len(e.add) > 0 && e.add[len(e.add)-1].equals(line(e.end-1)) {
+			e.end, e.add = e.end-1, e.add[:len(e.add)-1]
+		}
+		if e.start < e.end || len(e.add) > 0 {
+			edits = append(edits, e)
+		}
+	}
+	for _, j := range ps {
+		ops := j.h.lines[j.place.trimFront : len(j.h.lines)-j.place.trimBack]
+		oi := j.place.at
+		literal := n == 0 || crAware(l, oi, ops)
+		run, in := lineEdit{}, false
+		for _, op := range ops {
+			if op.op == ' ' {
+				if in {
+					run.end = oi
+					flush(run)
+					in = false
+				}
+				oi++
+				continue
+			}
+			if !in {
+				run, in = lineEdit{start: oi}, true
+			}
+			switch op.op {
+			case '-':
+				oi++
+			case '+':
+				run.add = append(run.add, addedLine{op.text, f.addedEOL(op, literal)})
+			}
+		}
+		if in {
+			run.end = oi
+			flush(run)
+		}
+	}
+	if len(edits) == 0 || !editsGive(f.Before, off, edits, after) {
+		return nil, nil, false
+	}
+	if last := edits[len(edits)-1]; last.end == n && last.start < last.end && len(last.add) > 0 {
+		// The diff's last hunk ends with this run: if it removes a line
+		// and adds back the same text, Plan reads an end-of-file pair.
+		if strings.TrimRight(string(line(last.end-1)), "\r\n") == strings.TrimRight(last.add[len(last.add)-1].text, "\r") {
+			return nil, nil, false
+		}
+	}
+	return edits, off, true
+}
+
+// editsGive reports whether edits, applied to before (whose lines start at
+// off), give exactly after.
+func editsGive(before []byte, off []int, edits []lineEdit, after []byte) bool {
+	pos, prev := 0, 0
+	take := func(b []byte) bool {
+		if len(after)-pos < len(b) || !bytes.Equal(after[pos:pos+len(b)], b) {
+			return false
+		}
+		pos += len(b)
+		return true
+	}
+	for _, e := range edits {
+		if e.start < prev || !take(before[off[prev]:off[e.start]]) {
+			return false
+		}
+		for _, a := range e.add {
+			if !take([]byte(a.text)) || !take([]byte(a.eol)) {
+				return false
+			}
+		}
+		prev = e.end
+	}
+	return take(before[off[prev]:]) && pos == len(after)
+}
+
+// udiffContext and udiffGap are go-udiff's: lines of context around a
+// change, and the distance up to which two changes share a hunk.
+const (
+	udiffContext = udiff.DefaultContextLines
+	udiffGap     = 2 * udiffContext
+)
+
+// writtenHunk is a hunk writeUnified wrote: its header's numbers, its
+// edits (edits[first:last]) and where its body is in the diff.
+type writtenHunk struct {
+	from, oldCount, newStart, newCount int // from is 0-based
+	first, last                        int
+	body                               [2]int
+}
+
+// writeUnified writes edits of before (its lines start at off) as go-udiff
+// writes a diff: the same labels, context, joining of hunks, short
+// headers ("-N" for one line, "-0,0" for none at the start) and
+// "\ No newline at end of file" markers. It numbers the new side of a
+// hunk that follows joined ones by the lines before it (go-udiff v0.4.1
+// forgets the context lines that joined them; diffapply reads only the
+// old side's numbers).
+func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []lineEdit) (string, []writtenHunk) {
+	var hunks []writtenHunk
+	n := len(off) - 1
+	size := len(oldLabel) + len(newLabel) + 10
+	for _, e := range edits {
+		size += 40 + off[min(n, e.end+udiffContext)] - off[max(0, e.start-udiffContext)] + e.end - e.start
+		for _, a := range e.add {
+			size += 1 + len(a.text) + len(a.eol)
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, "--- "...)
+	b = append(b, oldLabel...)
+	b = append(b, "\n+++ "...)
+	b = append(b, newLabel...)
+	b = append(b, '\n')
+	emit := func(op byte, text []byte) {
+		b = append(b, op)
+		b = append(b, text...)
+		if len(text) == 0 || text[len(text)-1] != '\n' {
+			b = append(b, "\n\\ No newline at end of file\n"...)
+		}
+	}
+	delta := 0 // lines added minus lines removed before the hunk
+	for i := 0; i < len(edits); {
+		// The edits [i, k) share a hunk.
+		k := i + 1
+		for k < len(edits) && edits[k].start <= edits[k-1].end+udiffGap {
+			k++
+		}
+		from, to := max(0, edits[i].start-udiffContext), min(n, edits[k-1].end+udiffContext)
+		oldCount, newCount := to-from, to-from
+		for _, e := range edits[i:k] {
+			newCount += len(e.add) - (e.end - e.start)
+		}
+		wh := writtenHunk{from: from, oldCount: oldCount, newStart: from + 1 + delta, newCount: newCount, first: i, last: k}
+		b = append(b, "@@"...)
+		b = appendRange(b, " -", from+1, oldCount)
+		b = appendRange(b, " +", wh.newStart, newCount)
+		b = append(b, " @@\n"...)
+		wh.body[0] = len(b)
+		at := from
+		for _, e := range edits[i:k] {
+			for ; at < e.start; at++ {
+				emit(' ', before[off[at]:off[at+1]])
+			}
+			for ; at < e.end; at++ {
+				emit('-', before[off[at]:off[at+1]])
+			}
+			for _, a := range e.add {
+				b = append(b, '+')
+				b = append(b, a.text...)
+				b = append(b, a.eol...)
+				if a.eol == "" {
+					b = append(b, "\n\\ No newline at end of file\n"...)
+				}
+			}
+			delta += len(e.add) - (e.end - e.start)
+		}
+		for ; at < to; at++ {
+			emit(' ', before[off[at]:off[at+1]])
+		}
+		wh.body[1] = len(b)
+		hunks = append(hunks, wh)
+		i = k
+	}
+	if cap(b)-len(b) > len(b)/8 {
+		b = bytes.Clone(b) // the estimate was generous: the caller may keep it long
+	}
+	// b is not written again: the string is its bytes, not a copy.
+	return unsafe.String(unsafe.SliceData(b), len(b)), hunks
+}
+
+// statedStart is the start line a header written by appendRange states
+// ("-0,0" for no line at the start).
+func statedStart(start, count int) int {
+	if start == 1 && count == 0 {
+		return 0
+	}
+	return start
+}
+
+// appendRange appends one side of a hunk header as go-udiff writes it:
+// "-start,count", "-start" for one line, "-0,0" for none at the start.
+func appendRange(b []byte, side string, start, count int) []byte {
+	switch {
+	case count > 1:
+		b = append(b, side...)
+		b = strconv.AppendInt(b, int64(start), 10)
+		b = append(b, ',')
+		return strconv.AppendInt(b, int64(count), 10)
+	case start == 1 && count == 0:
+		return append(b, side+"0,0"...)
+	}
+	b = append(b, side...)
+	return strconv.AppendInt(b, int64(start), 10)
+}
+
+// appliedFile builds the File that Plan of d (written by writeUnified as
+// hunks, from edits) against f.Before gives, as AppliedPlan says; nil
+// when d is not one AppliedPlan builds it for, or when the result is not
+// every hunk matched exactly where it says, rendering after.
+func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte) *File {
+	if f.Op != OpModify || !f.Existed || f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+		return nil
+	}
+	l := f.lines
+	plain := func(text string, e eol) bool { // what the parser reads back as it is
+		return e != eolNone && !strings.HasSuffix(text, "\r")
+	}
+	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
+	for i, wh := range hunks {
+		h := &hunk{
+			oldStart: statedStart(wh.from+1, wh.oldCount), oldCount: wh.oldCount,
+			newStart: statedStart(wh.newStart, wh.newCount), newCount: wh.newCount,
+			numbered: true, lines: make([]hunkLine, 0, wh.oldCount+countAdds(edits[wh.first:wh.last])),
+		}
+		canonical := true
+		old := func(op byte, at int) bool {
+			if !plain(l.text[at], l.eol[at]) {
+				return false
+			}
+			cr := l.eol[at] == eolCRLF
+			canonical = canonical && !cr
+			h.lines = append(h.lines, hunkLine{text: l.text[at], op: op, cr: cr})
+			return true
+		}
+		at := wh.from
+		for _, e := range edits[wh.first:wh.last] {
+			for ; at < e.start; at++ {
+				if !old(' ', at) {
+					return nil
+				}
+			}
+			for ; at < e.end; at++ {
+				if !old('-', at) {
+					return nil
+				}
+			}
+			for _, a := range e.add {
+				if a.eol == "" || strings.HasSuffix(a.text, "\r") {
+					return nil
+				}
+				cr := a.eol == "\r\n"
+				canonical = canonical && !cr
+				h.lines = append(h.lines, hunkLine{text: a.text, op: '+', cr: cr})
+			}
+		}
+		for ; at < wh.from+wh.oldCount; at++ {
+			if !old(' ', at) {
+				return nil
+			}
+		}
+		if canonical {
+			h.body = d[wh.body[0]:wh.body[1]]
+		}
+		pub := &Hunk{
+			ID: i + 1, Index: i + 1, File: g, Header: headerOf(h), Numbered: true,
+			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
+			Body: bodyOf(h),
+		}
+		g.Hunks = append(g.Hunks, pub)
+		g.jobs = append(g.jobs, newJob(h, pub))
+	}
+	m := &matcher{l: l}
+	m.locate(g.jobs, false)
+	for _, h := range g.Hunks {
+		if !h.OK() || h.Level != LevelExact || h.Offset != 0 {
+			return nil
+		}
+	}
+	if !bytes.Equal(g.render(nil), after) {
+		return nil
+	}
+	g.After = after
+	return g
+}
+
+func countAdds(edits []lineEdit) int {
+	n := 0
+	for _, e := range edits {
+		n += len(e.add)
+	}
+	return n
+}

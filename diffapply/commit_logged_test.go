@@ -1,0 +1,228 @@
+//go:build unix
+
+package diffapply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// loggedCommit runs CommitLogged in root with the test hook; the journal
+// it logs is kept as JSON in *logged, as a caller would store it.
+func loggedCommit(t *testing.T, root string, writes []Write, logged *[]byte, hook func(string) error) error {
+	t.Helper()
+	ws, err := OpenWorkspace(root)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	return ws.run(context.Background(), writes, "", hook, func(j *Journal) error {
+		b, err := json.Marshal(j)
+		*logged = b
+		return err
+	})
+}
+
+// settleLogged runs Settle on the journal a killed loggedCommit kept,
+// with the bytes before from the fixture.
+func settleLogged(t *testing.T, root string, logged []byte, before map[string]string, hook func(string) error) (bool, error) {
+	t.Helper()
+	var j Journal
+	must(t, json.Unmarshal(logged, &j))
+	ws, err := OpenWorkspace(root)
+	must(t, err)
+	defer ws.Close()
+	return ws.settle(&j, func(i int) ([]byte, error) {
+		b, ok := before[j.Entries[i].Path]
+		if !ok {
+			return nil, errors.New("no bytes before")
+		}
+		return []byte(b), nil
+	}, hook)
+}
+
+// noTemps fails the test if a temp file of a commit is left in root.
+func noTemps(t *testing.T, root, what string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".smith-") {
+			t.Errorf("%s: temp file %s left", what, p)
+		}
+		return nil
+	})
+}
+
+// TestCommitLoggedNoJournalDir: a commit whose caller keeps the journal
+// writes every file and makes nothing in any journal folder; its journal
+// names each target with the hashes of its two states and its temp file.
+func TestCommitLoggedNoJournalDir(t *testing.T) {
+	root := t.TempDir()
+	writes, _, after := commitFixture(t, root)
+	var logged []byte
+	must(t, loggedCommit(t, root, writes, &logged, nil))
+	assertFiles(t, root, after)
+	noTemps(t, root, "after the commit")
+	var j Journal
+	must(t, json.Unmarshal(logged, &j))
+	if len(j.Entries) != len(writes) {
+		t.Fatalf("journal has %d entries, want %d: %s", len(j.Entries), len(writes), logged)
+	}
+	if e := j.Entries[0]; e.Path != "a.txt" || e.Before != Hash([]byte("a before\n")) || e.After != Hash([]byte("a after\n")) || e.Temp == "" {
+		t.Errorf("entry of a.txt = %+v", e)
+	}
+	if e := j.Entries[3]; e.Path != "gone.txt" || e.After != HashAbsent || e.Temp != "" {
+		t.Errorf("entry of gone.txt = %+v", e)
+	}
+}
+
+// TestCommitLoggedLogFails: a journal that cannot be made durable ends
+// the commit with nothing written and nothing created.
+func TestCommitLoggedLogFails(t *testing.T) {
+	root := t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	ws, err := OpenWorkspace(root)
+	must(t, err)
+	defer ws.Close()
+	injected := errors.New("disk full")
+	if err := ws.CommitLogged(context.Background(), writes, func(*Journal) error { return injected }); !errors.Is(err, injected) {
+		t.Fatalf("CommitLogged = %v, want the log's error", err)
+	}
+	if got := treeState(t, root, before, nil); got != "before" {
+		t.Errorf("tree %s", got)
+	}
+}
+
+// TestCommitLoggedKilledThenSettled kills a logged commit at each of its
+// steps, then Settle at each of its own, then settles again: before the
+// journal was logged nothing exists to settle and the tree is before;
+// after it, the tree ends all after when a rename had happened (every
+// temp file was complete) and all before otherwise, with no temp file
+// and no directory made for one; a further Settle changes nothing.
+func TestCommitLoggedKilledThenSettled(t *testing.T) {
+	pairs := 0
+	defer func() { t.Logf("%d (commit kill, settle kill) pairs", pairs) }()
+	for n := 1; ; n++ {
+		root := t.TempDir()
+		writes, before, after := commitFixture(t, root)
+		var logged []byte
+		steps, killed, _ := runKilledAt(n, true, func(hook func(string) error) error {
+			return loggedCommit(t, root, writes, &logged, hook)
+		})
+		if !killed {
+			if n < 4 {
+				t.Fatalf("only %d steps: %q", n-1, steps)
+			}
+			break
+		}
+		if logged == nil {
+			if got := treeState(t, root, before, after); got != "before" {
+				t.Errorf("killed at %d (%s) before the journal: tree %s", n, steps[n-1], got)
+			}
+			noTemps(t, root, "killed before the journal")
+			continue
+		}
+		want := "before"
+		if slices.ContainsFunc(steps[:n-1], func(s string) bool { return strings.HasPrefix(s, "rename ") || strings.HasPrefix(s, "remove ") }) {
+			want = "after"
+		}
+		for m := 1; ; m++ {
+			r2 := t.TempDir()
+			copyTree(t, root, r2)
+			j2 := strings.ReplaceAll(string(logged), jsonString(t, realPath(t, root)), jsonString(t, realPath(t, r2)))
+			pairs++
+			rsteps, rkilled, _ := runKilledAt(m, true, func(hook func(string) error) error {
+				_, err := settleLogged(t, r2, []byte(j2), before, hook)
+				return err
+			})
+			written, err := settleLogged(t, r2, []byte(j2), before, nil)
+			if err != nil {
+				t.Errorf("commit killed at %d (%s), settle at %d: %v", n, steps[n-1], m, err)
+			}
+			if got := treeState(t, r2, before, after); got != want {
+				t.Errorf("commit killed at %d (%s), settle killed at %d (%v): tree %s, want %s", n, steps[n-1], m, rsteps, got, want)
+			}
+			if written != (want == "after") {
+				t.Errorf("commit killed at %d (%s): Settle says written = %v, tree %s", n, steps[n-1], written, want)
+			}
+			noTemps(t, r2, "settled")
+			if w2, err := settleLogged(t, r2, []byte(j2), before, nil); err != nil || w2 != written || treeState(t, r2, before, after) != want {
+				t.Errorf("commit killed at %d: a third Settle = %v, %v; tree %s", n, w2, err, treeState(t, r2, before, after))
+			}
+			if !rkilled {
+				break
+			}
+		}
+	}
+}
+
+// TestSettleRollsBackWhenATempIsLost: killed after its first rename, a
+// commit whose other temp file is then lost (a crash of the system that
+// kept no entry of it) cannot be finished: Settle puts back the file it
+// had renamed, from the bytes before, and the tree is all before.
+func TestSettleRollsBackWhenATempIsLost(t *testing.T) {
+	root := t.TempDir()
+	writes, before, after := commitFixture(t, root)
+	var logged []byte
+	_, killed, _ := runKilledAt(0, true, func(hook func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(step string) error {
+			if step == "rename run.sh" {
+				panic(errKilled{})
+			}
+			return hook(step)
+		})
+	})
+	if !killed {
+		t.Fatal("the commit was not killed")
+	}
+	var j Journal
+	must(t, json.Unmarshal(logged, &j))
+	must(t, os.Remove(filepath.Join(root, filepath.FromSlash(j.Entries[1].Temp))))
+	written, err := settleLogged(t, root, logged, before, nil)
+	if err == nil || written {
+		t.Errorf("Settle = %v, %v; want an error saying run.sh was not written, and written false", written, err)
+	}
+	if got := treeState(t, root, before, after); got != "before" {
+		t.Errorf("tree %s, want before", got)
+	}
+	noTemps(t, root, "rolled back")
+}
+
+// TestSettleRefusesAnotherWorkspace: a journal that records another
+// workspace is not acted on.
+func TestSettleRefusesAnotherWorkspace(t *testing.T) {
+	root, other := t.TempDir(), t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	var logged []byte
+	runKilledAt(0, true, func(hook func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(step string) error {
+			if step == "rename run.sh" {
+				panic(errKilled{})
+			}
+			return nil
+		})
+	})
+	commitFixture(t, other)
+	if _, err := settleLogged(t, other, logged, before, nil); err == nil {
+		t.Error("Settle of another workspace's journal succeeded")
+	}
+}
+
+func realPath(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	must(t, err)
+	return r
+}
+
+func jsonString(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	must(t, err)
+	return string(b)
+}
