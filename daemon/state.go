@@ -79,6 +79,10 @@ type persisted struct {
 	// read: decoded from a state file of this version, which then holds
 	// the changes part as it would be encoded (newStateFile).
 	read bool
+	// fresh: there was no state file (the state folder is new, or was
+	// never saved in): the first write-ahead save syncs the folder that
+	// holds the state folder too, so that its entry is durable.
+	fresh bool
 }
 
 // changesState is the change store's part of state.json.
@@ -481,7 +485,9 @@ func (s store) load(ws workspace) (*persisted, error) {
 	// apply of small files needs none.
 	b, err := os.ReadFile(s.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return newPersisted(ws), nil
+		p := newPersisted(ws)
+		p.fresh = true
+		return p, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
@@ -803,7 +809,7 @@ func writeAtomic(path string, perm fs.FileMode, parts ...[]byte) error {
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	if werr == nil {
+	if werr == nil && perm != 0o600 { // CreateTemp made it 0600
 		werr = os.Chmod(tmp, perm)
 	}
 	if werr == nil {

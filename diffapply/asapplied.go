@@ -288,6 +288,15 @@ func writeUnified(oldLabel, newLabel string, before []byte, off []int, edits []l
 	return unsafe.String(unsafe.SliceData(b), len(b)), hunks
 }
 
+// statedStart is the start line a header written by appendRange states
+// ("-0,0" for no line at the start).
+func statedStart(start, count int) int {
+	if start == 1 && count == 0 {
+		return 0
+	}
+	return start
+}
+
 // appendRange appends one side of a hunk header as go-udiff writes it:
 // "-start,count", "-start" for one line, "-0,0" for none at the start.
 func appendRange(b []byte, side string, start, count int) []byte {
@@ -319,7 +328,8 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
 	for i, wh := range hunks {
 		h := &hunk{
-			oldStart: wh.from + 1, oldCount: wh.oldCount, newStart: wh.newStart, newCount: wh.newCount,
+			oldStart: statedStart(wh.from+1, wh.oldCount), oldCount: wh.oldCount,
+			newStart: statedStart(wh.newStart, wh.newCount), newCount: wh.newCount,
 			numbered: true, lines: make([]hunkLine, 0, wh.oldCount+countAdds(edits[wh.first:wh.last])),
 		}
 		canonical := true

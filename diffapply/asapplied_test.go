@@ -391,3 +391,17 @@ func TestAppliedDiffIsUdiffs(t *testing.T) {
 		}
 	}
 }
+
+// TestAppliedPlanOfAnEmptyFile: lines added to an existing empty file
+// ("@@ -0,0 +1,2 @@").
+func TestAppliedPlanOfAnEmptyFile(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "f"), nil, 0o644))
+	p, err := Plan(root, []byte("--- a/f\n+++ b/f\n@@ -0,0 +1,2 @@\n+one\n+two\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, planned, _ := checkPatch(t, root, p); planned != 1 {
+		t.Errorf("%d plans made, want 1", planned)
+	}
+}
