@@ -1154,3 +1154,54 @@ func TestCancelStopsTheUpstream(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestUnusableStateDirRefusesInitialize: with a --state-dir smith cannot
+// use, smith acp says so on stderr at start-up, answers the client's
+// initialize with the same message (what an editor shows; its log alone
+// gets stderr), and exits 2 while the client still holds stdin open.
+func TestUnusableStateDirRefusesInitialize(t *testing.T) {
+	afile := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(afile, []byte("not a directory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(smithBin, "acp", "--upstream", "http://127.0.0.1:1", "--state-dir", afile)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &editortest.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	conn := sdk.NewClientSideConnection(&client{t: t, wake: make(chan struct{}, 1)}, stdin, stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	_, err = conn.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
+	go func() { done <- cmd.Wait() }()
+	re := rpcError(t, err)
+	for _, want := range []string{afile, "--state-dir", "not a directory", "give --state-dir a directory"} {
+		if !strings.Contains(re.Message, want) {
+			t.Errorf("initialize error %q does not name %q", re.Message, want)
+		}
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not name %q:\n%s", want, stderr.String())
+		}
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("smith acp exited with %v, want status 2", err)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("smith acp did not exit after refusing initialize (stdin still open)")
+	}
+}

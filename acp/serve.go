@@ -39,6 +39,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is smith's version, sent as agentInfo.version.
 	Version string
+	// Refuse, when not nil, is why smith cannot serve at all (a state
+	// folder it cannot use, found at start-up): initialize is answered
+	// with it as an error, since that answer is what an editor shows,
+	// and Serve returns it once that answer is out (or in has ended). No
+	// engine is started.
+	Refuse error
 }
 
 // Serve speaks ACP on in/out (one JSON-RPC message per line) until in ends
@@ -52,6 +58,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 		return errors.New("acp: Options.Resolve is required")
 	}
 	w := &lineWriter{w: out}
+	if o.Refuse != nil {
+		return refuse(in, w, log, o.Refuse)
+	}
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -69,6 +78,48 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	}
 	cancel()
 	return a.close()
+}
+
+// refuse answers every request of in with err (an internal error) until
+// initialize has been answered or in ends, then returns err: smith serves
+// nothing, but the editor shows the answer to its initialize, where a
+// process that just exits is "server shut down" with the reason in a log.
+// The lines are answered here rather than by the SDK, which drops the
+// answers still being made when the input ends (a client that writes
+// initialize and closes stdin would get nothing).
+func refuse(in io.Reader, w *lineWriter, log *slog.Logger, err error) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for n := 1; ; n++ {
+		line, rerr := readLine(r)
+		if len(line) > 0 {
+			var m struct {
+				ID     *json.RawMessage `json:"id"`
+				Method string           `json:"method"`
+			}
+			bad := &rpcError{JSONRPC: "2.0", Error: sdk.RequestError{Code: -32603, Message: err.Error()}}
+			if method, msg := checkLine(line, n); msg != nil {
+				bad = msg
+			} else if json.Unmarshal(line, &m) == nil && m.ID != nil && method != "" {
+				bad.ID = m.ID
+			} else {
+				bad = nil // a notification or a response: nothing to answer
+			}
+			if bad != nil {
+				if werr := w.writeJSON(bad); werr != nil {
+					return errors.Join(err, werr)
+				}
+			}
+			if bad != nil && m.Method == "initialize" {
+				return err
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				log.Debug("reading the client", "err", rerr)
+			}
+			return err
+		}
+	}
 }
 
 // filterLines passes the well-formed messages of in to the SDK and answers

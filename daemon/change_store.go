@@ -46,6 +46,9 @@ type changeStore struct {
 	file  *stateFile
 	moved func()   // told when a save changes the files with open changes (the watcher)
 	open  []string // those files at the last save, sorted: moved is told only when they change
+	// syncParent: the state folder may be new; the first write-ahead
+	// save syncs the folder holding it (saveUndos), once.
+	syncParent bool
 }
 
 func newChangeStore(st changesState, file *stateFile) *changeStore {

@@ -135,6 +135,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.cs = newChangeStore(st.changesState, file)
+	e.cs.syncParent = st.fresh
 	e.dr = newDialogRegistry(st.dialogsState, file)
 	// A multi-file write cut short by a crash is rolled back first, then
 	// the undo journal learns which of its pending writes happened.

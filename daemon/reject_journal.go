@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 )
 
@@ -182,6 +183,11 @@ func (e *Engine) saveUndos(bs *blobStage, tx *txnRecord, recs ...*undoRecord) er
 	// The record must survive an operating-system crash before the first
 	// write: its rename too, not only the file's bytes.
 	syncDir(e.store.dir)
+	if e.cs.syncParent {
+		// A state folder made for this engine: its own entry too, once.
+		syncDir(filepath.Dir(e.store.dir))
+		e.cs.syncParent = false
+	}
 	return nil
 }
 

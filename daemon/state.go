@@ -73,6 +73,11 @@ type persisted struct {
 	Workspace string `json:"workspace"`
 	changesState
 	dialogsState
+
+	// fresh: there was no state file (the state folder is new, or was
+	// never saved in): the first write-ahead save syncs the folder that
+	// holds the state folder too, so that its entry is durable.
+	fresh bool
 }
 
 // changesState is the change store's part of state.json.
@@ -368,7 +373,9 @@ func (s store) load(ws workspace) (*persisted, error) {
 	// apply of small files needs none.
 	b, err := os.ReadFile(s.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return newPersisted(ws), nil
+		p := newPersisted(ws)
+		p.fresh = true
+		return p, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)

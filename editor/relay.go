@@ -29,6 +29,7 @@ type Opening struct {
 	// Initialize holds the params of the first message when it is an
 	// initialize request (nil otherwise: Relay is then not possible).
 	Initialize *InitializeParams
+	initID     jsonrpc2.ID // the initialize request's id
 
 	rwc    io.ReadWriteCloser
 	seen   []byte      // every byte read from rwc to find the first frame
@@ -58,7 +59,7 @@ func ReadOpening(ctx context.Context, rwc io.ReadWriteCloser) *Opening {
 		if call, ok := msg.(*jsonrpc2.Call); ok && call.Method() == "initialize" {
 			var p InitializeParams
 			if (codec{}).Unmarshal(call.Params(), &p) == nil {
-				o.Initialize = &p
+				o.Initialize, o.initID = &p, call.ID()
 			}
 		}
 	}
@@ -76,6 +77,26 @@ func (o *Opening) Replay() io.ReadWriteCloser {
 		rest = endedReader{o.ended}
 	}
 	return readWriteCloser{Reader: io.MultiReader(bytes.NewReader(o.seen), rest), Writer: o.rwc, Closer: o.rwc}
+}
+
+// Refuse answers the editor's initialize with an error whose message is
+// err's, preceded by a window/showMessage (type Error) saying the same, as
+// Server's initialize does when the engine cannot start: VS Code shows the
+// failed initialize and smith.nvim ends its wait on the showMessage, while
+// what a server writes on stderr only reaches the editor's log. Then it
+// closes the connection. smith serve uses it when it cannot serve at all
+// (a state folder it cannot use), instead of starting a Server. A first
+// message that is not initialize gets no answer.
+func (o *Opening) Refuse(ctx context.Context, err error) error {
+	defer o.rwc.Close()
+	if o.Initialize == nil {
+		return nil
+	}
+	if werr := notifyShowMessage(ctx, o.stream, "smith could not start: "+err.Error()); werr != nil {
+		return werr
+	}
+	_, werr := o.stream.Write(ctx, jsonrpc2.NewResponse(o.initID, nil, jsonrpc2.NewError(jsonrpc2.InternalError, err.Error())))
+	return werr
 }
 
 // RelayOptions configure Opening.Relay.

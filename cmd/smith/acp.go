@@ -70,18 +70,33 @@ config file, a running AgentSmithy server of the workspace, and the defaults
 			if _, err := config.Load(config.Options{Flags: flags, Getenv: s.Getenv}); err != nil {
 				return usageErrorf("%v", err)
 			}
+			log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
+			refuse, err := acpStateDir(s, log, ws, flags)
+			if err != nil {
+				return err
+			}
 			if s.InTTY {
 				fmt.Fprintln(s.Err, "smith acp: waiting for an ACP client on stdin (an editor starts this; see smith acp --help). Ctrl-D quits.")
 			}
-			log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
 			resolve := func(_ context.Context, workspace string) (daemon.Config, error) {
 				set, err := config.Load(config.Options{Workspace: workspace, Flags: flags, Getenv: s.Getenv, Discover: protocol.Discover})
 				if err != nil {
 					return daemon.Config{}, err
 				}
-				return engineConfig(set), nil
+				cfg := engineConfig(set)
+				// Said here, naming where the folder came from, rather
+				// than by the engine, which knows the path only.
+				if dir, err := daemon.StateDirOf(cfg); err == nil {
+					if err := usableStateDir(set, dir); err != nil {
+						return daemon.Config{}, err
+					}
+				}
+				return cfg, nil
 			}
-			err := acp.Serve(cmd.Context(), s.In, s.Out, acp.Options{Workspace: ws, Resolve: resolve, Logger: log, Version: smithVersion()})
+			err = acp.Serve(cmd.Context(), s.In, s.Out, acp.Options{Workspace: ws, Resolve: resolve, Logger: log, Version: smithVersion(), Refuse: refuse})
+			if refuse != nil {
+				return &ExitError{Code: ExitUsage, Err: refuse, Silent: true}
+			}
 			if err != nil {
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
@@ -92,4 +107,32 @@ config file, a running AgentSmithy server of the workspace, and the defaults
 	cmd.Flags().Lookup("workspace").Usage = "workspace `directory` (default: the cwd of the editor's first session; later sessions must be inside it)"
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn, error")
 	return cmd
+}
+
+// acpStateDir checks the state folder at start-up (stateDirAtStart). The
+// problem is final unless the workspace is not known yet (no --workspace)
+// and the folder comes from a layer below the workspace's .smith.toml
+// (the user's config file, the default): the first session's workspace
+// may still name another. A final problem in a terminal is the error
+// (exit 2 now); under an editor it is said on stderr now and returned as
+// refuse: acp.Serve answers initialize with it, which is what the editor
+// shows (its log alone gets stderr), and smith acp exits 2.
+func acpStateDir(s *IOStreams, log *slog.Logger, ws string, flags map[string]string) (refuse, err error) {
+	set, err := config.Load(config.Options{Workspace: ws, Flags: flags, Getenv: s.Getenv})
+	if err != nil {
+		return nil, nil // a bad .smith.toml: the first session says it
+	}
+	problem := stateDirAtStart(set, ws)
+	if problem == nil {
+		return nil, nil
+	}
+	if v, _ := set.Lookup("state_dir"); ws == "" && v.Source != config.SourceFlag && v.Source != config.SourceEnv {
+		log.Warn(problem.Error() + "; sessions will fail unless the workspace's .smith.toml names another state_dir")
+		return nil, nil
+	}
+	if s.InTTY {
+		return nil, problem
+	}
+	fmt.Fprintf(s.Err, "smith: %v\n", problem)
+	return problem, nil
 }

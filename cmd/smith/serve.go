@@ -120,6 +120,10 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
+	refuse, err := o.checkStateDir(s, log)
+	if err != nil {
+		return err
+	}
 	// The hook needs the server it belongs to; engines start at initialize,
 	// after NewServer has returned.
 	var srv *editor.Server
@@ -132,7 +136,7 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 			// Started by hand: nothing would say what it waits for.
 			fmt.Fprintln(s.Err, "smith serve: waiting for an editor on stdin (LSP framing; an editor starts this, see smith serve --help and docs/protocol.md). Ctrl-D quits.")
 		}
-		return serveStdio(ctx, srv, o.workspace, log)
+		return serveStdio(ctx, srv, o.workspace, refuse, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")
 	if !ok || path == "" {
@@ -175,8 +179,48 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 			return daemon.Config{}, err
 		}
 		cfg := engineConfig(st)
+		// Said now, naming where the folder came from, rather than by the
+		// engine, which knows the path only.
+		if dir, err := daemon.StateDirOf(cfg); err == nil {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				origin := ""
+				if _, flag := o.settings["state_dir"]; !flag && init.StateDir != "" {
+					origin = fromInitOptions
+				}
+				return daemon.Config{}, stateDirUnusable(st, err, origin)
+			}
+		}
 		return editor.ApplyInitOptions(cfg, editor.InitOptions{})
 	}
+}
+
+// checkStateDir checks the state folder at start-up (stateDirAtStart). A
+// problem is final when the folder comes from --state-dir: nothing the
+// editor sends can replace it. Then a server on a socket, or one started
+// by hand in a terminal, exits 2 now (err); a stdio serve says it on
+// stderr now and returns it as refuse, for serveStdio to answer the
+// editor's initialize with it, since that answer is what the editors show
+// (Opening.Refuse), and exit 2 then. A problem that the editor's
+// initializationOptions.stateDir may still resolve is a warning; initialize
+// says it again if it remains.
+func (o *serveOptions) checkStateDir(s *IOStreams, log *slog.Logger) (refuse, err error) {
+	set, err := config.Load(config.Options{Workspace: o.workspace, Flags: o.settings, Getenv: s.Getenv})
+	if err != nil {
+		return nil, nil // a bad .smith.toml: initialize says it, with the workspace
+	}
+	problem := stateDirAtStart(set, o.workspace)
+	if problem == nil {
+		return nil, nil
+	}
+	if _, flag := o.settings["state_dir"]; !flag {
+		log.Warn(problem.Error() + "; initialize will fail unless the editor's initializationOptions.stateDir names another directory")
+		return nil, nil
+	}
+	if o.listen != "" || s.InTTY {
+		return nil, problem
+	}
+	fmt.Fprintf(s.Err, "smith: %v\n", problem)
+	return problem, nil
 }
 
 // initSettings maps initializationOptions to config keys.

@@ -157,3 +157,79 @@ func TestServeProcessBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestServeProcessUnusableStateDir: a state folder smith cannot use is
+// said on stderr at start-up, before any editor message, and the editor's
+// initialize is answered with the same message (and a showMessage, which
+// is what VS Code and Neovim show the user; stderr only reaches their
+// logs); then serve exits 2, as the CLI does for a bad --state-dir,
+// without waiting for the editor to close stdin. A folder the editor's
+// initializationOptions.stateDir may still replace (XDG_STATE_HOME) is
+// only warned about at start-up: with a good stateDir the editor is
+// served.
+func TestServeProcessUnusableStateDir(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t, upstream.Options{})
+	afile := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(afile, []byte("not a directory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		env  string
+		args []string
+		init map[string]any
+		want []string // in the error, the showMessage and stderr
+		ok   bool     // initialize succeeds
+	}{
+		{name: "flag", args: []string{"--state-dir", afile}, want: []string{afile, "--state-dir", "not a directory"}},
+		{name: "flag beats initializationOptions", args: []string{"--state-dir", afile}, init: map[string]any{"stateDir": a.state}, want: []string{afile, "--state-dir"}},
+		{name: "XDG_STATE_HOME", env: "XDG_STATE_HOME=" + afile, want: []string{afile, "XDG_STATE_HOME", "not a directory"}},
+		{name: "SMITH_STATE_DIR", env: "SMITH_STATE_DIR=" + afile, want: []string{afile, "SMITH_STATE_DIR"}},
+		{name: "initializationOptions", init: map[string]any{"stateDir": afile}, want: []string{afile, "initializationOptions.stateDir"}},
+		{name: "XDG_STATE_HOME replaced by initializationOptions", env: "XDG_STATE_HOME=" + afile, init: map[string]any{"stateDir": a.state}, ok: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := []string{"HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir(), "XDG_STATE_HOME=" + t.TempDir()}
+			if tt.env != "" {
+				env = append(env, tt.env)
+			}
+			args := append(env, a.smith, "serve", "--workspace", a.ws, "--upstream", a.upstream)
+			ed := editortest.Start(t, "env", append(args, tt.args...)...)
+			ctx := testContext(t)
+			_, err := ed.Initialize(ctx, a.ws, tt.init)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("initialize: %v\n%s", err, ed.Stderr())
+				}
+				if !strings.Contains(ed.Stderr(), afile) {
+					t.Errorf("no start-up warning naming %s on stderr:\n%s", afile, ed.Stderr())
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("initialize succeeded with an unusable state folder")
+			}
+			code, werr := ed.Wait(10 * time.Second)
+			if werr != nil || code != 2 {
+				t.Fatalf("exit code %d, %v; want 2 without closing stdin\n%s", code, werr, ed.Stderr())
+			}
+			shown := ed.Notifications("window/showMessage")
+			if len(shown) == 0 {
+				t.Fatalf("no window/showMessage before the failed initialize")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("initialize error does not name %q: %v", w, err)
+				}
+				if !strings.Contains(string(shown[0].Params), w) {
+					t.Errorf("showMessage does not name %q: %s", w, shown[0].Params)
+				}
+				if !strings.Contains(ed.Stderr(), w) {
+					t.Errorf("stderr does not name %q:\n%s", w, ed.Stderr())
+				}
+			}
+		})
+	}
+}

@@ -31,13 +31,31 @@ import (
 
 // serveStdio serves the editor on stdin/stdout: itself, or through the
 // smith serve that already holds the workspace's engine.
-// pinned is serve's --workspace ("" when not given).
-func serveStdio(ctx context.Context, srv *editor.Server, pinned string, log *slog.Logger) error {
+// pinned is serve's --workspace ("" when not given). refuse, when not
+// nil, is a state folder problem found at start-up and already said on
+// stderr: the editor's initialize is answered with it, and serve exits 2.
+func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse error, log *slog.Logger) error {
 	stdio, err := editor.NewStdio()
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	op := editor.ReadOpening(ctx, stdio)
+	said := refuse != nil
+	if refuse == nil && op.Initialize != nil {
+		// A state folder that the editor's own settings did not fix
+		// either: this serve can serve nothing, so it ends, as it would
+		// have at start-up had nothing been left to the editor.
+		var usage *ExitError
+		if _, err := srv.ConfigFor(ctx, op.Initialize); errors.As(err, &usage) && usage.Code == ExitUsage {
+			refuse = usage.Err
+		}
+	}
+	if refuse != nil {
+		if err := op.Refuse(ctx, refuse); err != nil {
+			log.Debug("answering initialize", "err", err)
+		}
+		return &ExitError{Code: ExitUsage, Err: refuse, Silent: said}
+	}
 	if holder, ws := joinHolder(ctx, srv, op, pinned, log); holder != nil {
 		err = op.Relay(ctx, holder, editor.RelayOptions{
 			Logger: log,

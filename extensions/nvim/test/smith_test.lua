@@ -868,6 +868,39 @@ test('a missing smith binary is reported with what to do', function()
   eq(client.get(WS_DOWN), nil, 'a session without a daemon')
 end)
 
+test('a state folder smith cannot use: the turn ends with smith serve\'s reason, not a bare exit code', function()
+  local afile = vim.fn.tempname()
+  write_file(afile, 'not a directory\n')
+  local notified = {}
+  local orig = vim.notify
+  vim.notify = function(msg, level)
+    table.insert(notified, { msg = msg, level = level })
+  end
+  local ended
+  local ok, err = pcall(function()
+    smith.setup({ cmd = { BIN, 'serve', '--upstream', URL_DOWN, '--state-dir', afile } })
+    fresh_start(WS_DOWN)
+    ended = turn_end('Smith hello')
+    wait_for('the refused daemon to be gone', function()
+      return client.get(WS_DOWN) == nil
+    end)
+    vim.wait(200) -- an exit-code message would come now
+  end)
+  vim.notify = orig
+  setup()
+  vim.cmd('cd ' .. vim.fn.fnameescape(WS))
+  if not ok then
+    error(err, 0)
+  end
+  truthy(ended.err, 'the turn did not fail')
+  local why = vim.inspect(ended.err)
+  contains(why, 'state directory ' .. afile .. ' (from --state-dir) cannot be used', 'the reason given')
+  contains(why, 'give --state-dir a directory', 'what to do')
+  for _, n in ipairs(notified) do
+    truthy(not n.msg:find('exited with code', 1, true), 'a bare exit code was reported: ' .. n.msg)
+  end
+end)
+
 function M.main()
   local filter = env.SMITH_TEST_FILTER or ''
   setup()
