@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +76,9 @@ type persisted struct {
 	changesState
 	dialogsState
 
+	// read: decoded from a state file of this version, which then holds
+	// the changes part as it would be encoded (newStateFile).
+	read bool
 	// fresh: there was no state file (the state folder is new, or was
 	// never saved in): the first write-ahead save syncs the folder that
 	// holds the state folder too, so that its entry is durable.
@@ -124,7 +129,7 @@ type stateFile struct {
 
 	mu      sync.Mutex
 	head    []byte // {"version":...,"workspace":...}
-	changes []byte // the change store's last encoded changesState
+	changes []byte // the change store's last encoded changesState; nil: as the file holds it (newStateFile)
 	dialogs []byte // the dialog registry's
 }
 
@@ -137,8 +142,13 @@ func newStateFile(s store, p *persisted) (*stateFile, error) {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
 	f := &stateFile{store: s, head: head}
-	if f.changes, err = json.Marshal(&p.changesState); err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
+	// A state read from a file of this version is not encoded again until
+	// the change store saves it: the file holds that encoding already
+	// (changesFromFile), and a state of many changes is tens of megabytes.
+	if !p.read {
+		if f.changes, err = encodeChanges(&p.changesState, 0); err != nil {
+			return nil, fmt.Errorf("encode state: %w", err)
+		}
 	}
 	if f.dialogs, err = json.Marshal(&p.dialogsState); err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
@@ -149,7 +159,15 @@ func newStateFile(s store, p *persisted) (*stateFile, error) {
 // saveChanges encodes cs (the caller holds the change store's lock) and
 // rewrites the file.
 func (f *stateFile) saveChanges(cs *changesState) error {
-	b, err := json.Marshal(cs)
+	f.mu.Lock()
+	hint := len(f.changes)
+	if f.changes == nil { // as the file holds it: about its size
+		if fi, err := os.Stat(f.store.statePath()); err == nil {
+			hint = int(fi.Size())
+		}
+	}
+	f.mu.Unlock()
+	b, err := encodeChanges(cs, hint)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
@@ -157,6 +175,92 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 	defer f.mu.Unlock()
 	f.changes = b
 	return f.writeLocked()
+}
+
+// encodeChanges is json.Marshal(cs), encoded record by record into one
+// buffer of about hint bytes (the last encoding's size): json.Marshal of
+// the whole part grows its buffer by doubling and then copies it, which
+// for a state of many hunks (a patch of 25 files of 43 500 lines records
+// 108 750, 20 MB) is three times the encoding, held at once at every
+// save and at every start.
+func encodeChanges(cs *changesState, hint int) ([]byte, error) {
+	shell := *cs
+	shell.Changes, shell.Undo = nil, nil
+	head, err := json.Marshal(&shell)
+	if err != nil {
+		return nil, err
+	}
+	// The members in the order of the struct: nextChange, nextUndo,
+	// changes, undo, then txn (whose text may hold anything: the first
+	// occurrences are the part's own members).
+	const changes, undo = `"changes":null`, `"undo":null`
+	i := bytes.Index(head, []byte(changes))
+	j := bytes.Index(head, []byte(undo))
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("encode state: unexpected layout %.80q", head)
+	}
+	out := make([]byte, 0, max(hint+hint/8, len(head))+64)
+	out = append(out, head[:i]...)
+	if out, err = appendList(out, `"changes":`, cs.Changes); err != nil {
+		return nil, err
+	}
+	out = append(out, head[i+len(changes):j]...)
+	if out, err = appendList(out, `"undo":`, cs.Undo); err != nil {
+		return nil, err
+	}
+	return append(out, head[j+len(undo):]...), nil
+}
+
+// changesFromFile is the change store's part of the state file at path
+// as an object of its own, its members as the file holds them, in the
+// order of changesState: what encodeChanges gave for the state the file
+// was read as, when no save has rewritten it since.
+func changesFromFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return nil, fmt.Errorf("%w: %s is corrupt (%v)", ErrStateCorrupt, path, err)
+	}
+	out := []byte{'{'}
+	t := reflect.TypeFor[changesState]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		raw, ok := members[name]
+		if !ok || name == "" || name == "-" {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, name)
+		out = append(out, ':')
+		out = append(out, raw...)
+	}
+	return append(out, '}'), nil
+}
+
+// appendList appends name and the JSON array of list (null when nil), as
+// json.Marshal writes it, one element at a time.
+func appendList[T any](out []byte, name string, list []T) ([]byte, error) {
+	out = append(out, name...)
+	if list == nil {
+		return append(out, "null"...), nil
+	}
+	out = append(out, '[')
+	for k, v := range list {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
 }
 
 // saveDialogs encodes ds (the caller holds the dialog registry's lock) and
@@ -173,19 +277,27 @@ func (f *stateFile) saveDialogs(ds *dialogsState) error {
 }
 
 // writeLocked joins the three JSON objects' members into one object, the
-// layout persisted reads back. Not indented: the state is rewritten after
-// every mutation, and indenting makes a second copy of it.
+// layout persisted reads back, writing the parts one after the other
+// rather than joining them in memory first (a state of many changes is
+// tens of megabytes, already held once as f.changes). Not indented: the
+// state is rewritten after every mutation, and indenting makes a second
+// copy of it.
 func (f *stateFile) writeLocked() error {
-	b := make([]byte, 0, len(f.head)+len(f.changes)+len(f.dialogs))
-	b = append(b, f.head[:len(f.head)-1]...)
+	if f.changes == nil {
+		b, err := changesFromFile(f.store.statePath())
+		if err != nil {
+			return err
+		}
+		f.changes = b
+	}
+	parts := [][]byte{f.head[:len(f.head)-1]}
 	for _, part := range [][]byte{f.changes, f.dialogs} {
 		if inner := part[1 : len(part)-1]; len(inner) > 0 {
-			b = append(b, ',')
-			b = append(b, inner...)
+			parts = append(parts, []byte{','}, inner)
 		}
 	}
-	b = append(b, '}')
-	return writeAtomic(f.store.statePath(), b, 0o600)
+	parts = append(parts, []byte{'}'})
+	return writeAtomic(f.store.statePath(), 0o600, parts...)
 }
 
 // changeRecord is a Change plus what the engine needs to re-plan it.
@@ -392,6 +504,7 @@ func (s store) load(ws workspace) (*persisted, error) {
 	if p.Version > stateVersion {
 		return nil, fmt.Errorf("%w: %s has version %d; this smith understands %d (a newer smith wrote it)", ErrStateCorrupt, s.statePath(), p.Version, stateVersion)
 	}
+	p.read = p.Version == stateVersion
 	return p, nil
 }
 
@@ -678,13 +791,18 @@ func (s store) removeTemps() {
 
 // writeAtomic writes a file of smith's own state: temp file in the same
 // folder, fsync, rename.
-func writeAtomic(path string, b []byte, perm fs.FileMode) error {
+func writeAtomic(path string, perm fs.FileMode, parts ...[]byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(b)
+	var werr error
+	for _, b := range parts {
+		if _, werr = f.Write(b); werr != nil {
+			break
+		}
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}

@@ -1,0 +1,117 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/protocol"
+)
+
+// TestEncodeChangesIsMarshal: the change store's part encoded record by
+// record is json.Marshal's encoding, byte for byte, whatever its lists
+// hold (nil, empty, records with hunks and maps, text that looks like a
+// member name) and whatever size it is told to expect.
+func TestEncodeChangesIsMarshal(t *testing.T) {
+	t.Parallel()
+	content := `"changes":null,"undo":null <&>`
+	rec := &changeRecord{
+		Change:   Change{ID: "c1", Path: "a.txt", Kind: protocol.ChangeModify, Status: StatusApplied, Hunks: []Hunk{{ID: "h1", Header: "@@ -1 +1 @@", Status: StatusApplied, Match: "exact"}, {ID: "h2", Status: StatusConflict, Reason: "<not found>"}}},
+		Src:      protocol.Change{Path: "a.txt", Diff: "--- a/a.txt\n"},
+		Abs:      "/w/a.txt",
+		Content:  &content,
+		BaseHash: "abc",
+		DiffRef:  &blobRef{Exists: true, Hash: "def", Pack: "pack-1", Off: 3, Len: 9},
+	}
+	undo := &undoRecord{Seq: 1, Group: 1, ChangeID: "c1", Action: "apply", Path: "/w/a.txt", Rel: "a.txt", Before: blobRef{Exists: true, Hash: "x"}, State: undoDone, Prev: map[string]string{"h1": StatusPending, "h2": StatusPending}, Hunks: []string{"h1"}}
+	for name, cs := range map[string]changesState{
+		"new":       newPersisted(workspace{}).changesState,
+		"empty":     {NextChange: 1, NextUndo: 1, Changes: []*changeRecord{}, Undo: []*undoRecord{}},
+		"records":   {NextChange: 3, NextUndo: 2, Changes: []*changeRecord{rec, rec}, Undo: []*undoRecord{undo}},
+		"nil entry": {NextChange: 2, Changes: []*changeRecord{nil}, Undo: nil},
+		"txn": {NextChange: 2, NextUndo: 2, Changes: []*changeRecord{rec}, Undo: []*undoRecord{undo},
+			Txn: &txnRecord{Journal: diffapply.Journal{Root: `/w "changes":null`}, Undo: []int{1}}},
+	} {
+		want, err := json.Marshal(&cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hint := range []int{0, 10, len(want), 10 * len(want)} {
+			got, err := encodeChanges(&cs, hint)
+			if err != nil {
+				t.Fatalf("%s, hint %d: %v", name, hint, err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("%s, hint %d: encoded\n%s\nwant json.Marshal's\n%s", name, hint, got, want)
+			}
+		}
+	}
+}
+
+// TestStateReadIsNotEncodedAgain: an engine started on a state file of
+// this version does not encode the change store's part again (the file
+// holds it: a state of many changes is tens of megabytes), and a save of
+// the dialogs before any of the changes writes that part as the file
+// held it; the changes read back after a restart are the same.
+func TestStateReadIsNotEncodedAgain(t *testing.T) {
+	t.Parallel()
+	f, _, _ := patchFixture(t, undoSmall, nil)
+	views := f.e.list(ChangeFilter{})
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.e.StateDir(), "state.json")
+	before := readMembers(t, path)
+	f.e = f.open()
+	f.e.cs.file.mu.Lock()
+	held := f.e.cs.file.changes
+	f.e.cs.file.mu.Unlock()
+	if held != nil {
+		t.Errorf("the engine encoded the changes it read again at start (%d bytes)", len(held))
+	}
+	f.e.dr.mu.Lock()
+	f.e.dr.st.NextTurn += 5
+	err := f.e.dr.saveLocked()
+	f.e.dr.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readMembers(t, path)
+	if string(after["nextTurn"]) == string(before["nextTurn"]) {
+		t.Fatalf("the dialogs' save did not reach the file (nextTurn %s)", after["nextTurn"])
+	}
+	for _, k := range []string{"nextChange", "nextUndo", "changes", "undo", "version", "workspace"} {
+		if string(after[k]) != string(before[k]) {
+			t.Errorf("member %q of the state file changed with a save of the dialogs:\n%.200s\nwas\n%.200s", k, after[k], before[k])
+		}
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if d := cmp.Diff(views, f.e.list(ChangeFilter{})); d != "" {
+		t.Errorf("the changes after a restart (-before +after):\n%s", d)
+	}
+	// The undo still finds its journal.
+	if _, err := f.e.Undo(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readMembers(t *testing.T, path string) map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
