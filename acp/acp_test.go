@@ -617,6 +617,47 @@ func TestWriteThroughClientFS(t *testing.T) {
 	}
 }
 
+// TestCreateThroughClientFS: with fs.writeTextFile, a new file goes
+// through fs/write_text_file like an edit (the client must create a
+// missing file), so the editor's review and undo see it; smith creates
+// nothing on disk. Its undo is a deletion, which ACP cannot express: that
+// one is done on disk (docs/acp.md, "Where the write goes").
+func TestCreateThroughClientFS(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	c := &client{fs: true}
+	p := start(t, f, c)
+	sid := p.session(t, f)
+	r := p.prompt(t, sid, `create notes/todo.md with "# Todo"`)
+	if r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("stopReason %q", r.StopReason)
+	}
+	abs := filepath.Join(f.ws, "notes", "todo.md")
+	c.mu.Lock()
+	written, ok := c.writes[abs]
+	c.mu.Unlock()
+	if !ok || written != "# Todo\n" {
+		t.Errorf("fs/write_text_file of %s: %q (sent: %v), want the new file's text", abs, written, ok)
+	}
+	if _, err := os.Stat(abs); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("smith created %s on disk itself (stat: %v)", abs, err)
+	}
+	calls := editCalls(c.updates())
+	if len(calls) != 1 || calls[0].status != sdk.ToolCallStatusCompleted {
+		t.Errorf("edit tool calls %+v, want one completed", calls)
+	}
+	// The client saves it (as Zed does); /undo deletes it on disk.
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(abs, []byte(written), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.prompt(t, sid, "/undo")
+	if _, err := os.Stat(abs); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("/undo left %s (stat: %v):\n%s", abs, err, agentText(c.updates()))
+	}
+}
+
 // TestConflictIsAFailedToolCall: the file changes while the permission
 // request is open; allowing it then writes nothing and fails the call with
 // the engine's reason.

@@ -24,14 +24,13 @@ const fsTimeout = 30 * time.Second
 // review and undo see the edit and smith writes nothing on disk itself.
 type fsEditor struct{ a *agent }
 
-var _ daemon.Editor = (*fsEditor)(nil)
+var _ daemon.FileCreator = (*fsEditor)(nil)
 
 // Document reports a file as "open" whenever the client can write it, so
 // that the engine routes the write to ApplyEdit: its text comes from
 // fs/read_text_file when the client can read (unsaved edits included),
-// else from the disk. A file that does not exist is not open: the engine
-// creates it on disk (the engine sends new files to editors only when they
-// have them open, which an ACP client cannot say).
+// else from the disk. A file that does not exist is not open; Creates
+// says whether the client creates it.
 func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
 	a := f.a
 	caps := a.clientCaps()
@@ -56,6 +55,19 @@ func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
 	return b, 0, true
 }
 
+// Creates: a client with fs.writeTextFile creates the files smith adds
+// (ACP: the client must create a missing file), so that a new file goes
+// through it like an edit, and its review and undo see it. Only paths the
+// workspace's rules allow are offered.
+func (f *fsEditor) Creates(path string) bool {
+	a := f.a
+	if !a.clientCaps().Fs.WriteTextFile || a.fsSessionID() == "" {
+		return false
+	}
+	_, err := a.confine(path)
+	return err == nil
+}
+
 // readText asks the client for path's text as the user sees it.
 func (a *agent) readText(path string) (string, error) {
 	sid := a.fsSessionID()
@@ -73,8 +85,10 @@ func (a *agent) readText(path string) (string, error) {
 
 // ApplyEdit writes through fs/write_text_file, all or none: before writing
 // it checks (when the client can read) that each file still holds the text
-// the engine planned against, and if a later write fails it puts the
-// earlier files back. A deletion, or a client without fs.writeTextFile, is
+// the engine planned against, and that a file to create does not exist on
+// disk yet, and if a later write fails it puts the earlier files back (a
+// file it created is removed from the disk, the one undo ACP cannot say).
+// A deletion, or a client without fs.writeTextFile, is
 // daemon.ErrUnsupported before anything is written: the engine then
 // writes on disk, guarded by the text it read.
 func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.FileEdit) error {
@@ -92,8 +106,19 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	if sid == "" {
 		return fmt.Errorf("%w: no session to write through", daemon.ErrUnsupported)
 	}
+	for _, e := range edits {
+		if !e.Create {
+			continue
+		}
+		if _, err := os.Lstat(e.Path); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s was created since smith planned to create it; nothing was written", e.Path)
+		}
+	}
 	if caps.Fs.ReadTextFile {
 		for _, e := range edits {
+			if e.Create {
+				continue // nothing to read: the client would fail
+			}
 			now, err := a.readText(e.Path)
 			if err != nil {
 				return fmt.Errorf("read %s back before writing it: %w", e.Path, err)
@@ -106,6 +131,12 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	for i, e := range edits {
 		if err := a.writeText(ctx, sid, e.Path, string(e.NewText)); err != nil {
 			for _, done := range edits[:i] {
+				if done.Create {
+					if berr := os.Remove(done.Path); berr != nil && !errors.Is(berr, os.ErrNotExist) {
+						a.log.Warn("cannot remove a file created by a failed write", "path", done.Path, "err", berr)
+					}
+					continue
+				}
 				if berr := a.writeText(context.WithoutCancel(ctx), sid, done.Path, string(done.OldText)); berr != nil {
 					a.log.Warn("cannot put a file back after a failed write", "path", done.Path, "err", berr)
 				}

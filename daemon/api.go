@@ -123,6 +123,20 @@ type Editor interface {
 	Notify(n Notification)
 }
 
+// FileCreator is an Editor that also creates files it does not have
+// open: an ACP client with fs.writeTextFile writes any path it is given
+// (it must create a missing file). The engine sends it the writes that
+// create a file (FileEdit.Create) as it sends edits of open files, so
+// that the editor's review and undo see new files too, instead of
+// creating them on disk behind it. An LSP editor, which learns of a file
+// only when the user opens it, does not implement it.
+type FileCreator interface {
+	Editor
+	// Creates reports whether the editor would create path (absolute),
+	// which does not exist.
+	Creates(path string) bool
+}
+
 // FileEdit is a whole-file edit of an open buffer; the front turns it into
 // LSP text edits in the negotiated position encoding.
 type FileEdit struct {

@@ -83,7 +83,7 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			if _, ok := byEd[w.tg.ed]; !ok {
 				eds = append(eds, w.tg.ed)
 			}
-			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Delete: !w.nextExists})
+			byEd[w.tg.ed] = append(byEd[w.tg.ed], FileEdit{Path: w.abs, Version: w.tg.version, OldText: w.tg.text, NewText: w.next, Create: !w.tg.exists && w.nextExists, Delete: !w.nextExists})
 			writes[w.tg.ed] = append(writes[w.tg.ed], w)
 			w.via = "editor"
 			continue
@@ -238,7 +238,7 @@ func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd 
 				e.log.Warn("cannot take back an edit of a failed batch", "path", fe.Path)
 				continue
 			}
-			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText})
+			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Create: fe.Delete, Delete: fe.Create})
 		}
 		if len(back) > 0 {
 			if err := ed.ApplyEdit(ctx, label+" (taken back)", back); err != nil {

@@ -30,7 +30,36 @@ func (e *Engine) current(p *Peer, abs string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("read %s: %w", abs, err)
 	}
+	if !exists {
+		if ed := e.creator(p, abs); ed != nil {
+			return target{open: true, ed: ed}, nil
+		}
+	}
 	return target{text: b, exists: exists}, nil
+}
+
+// creator returns the editor that creates abs (FileCreator), preferring
+// p's, as document prefers p's buffer; nil when none does.
+func (e *Engine) creator(p *Peer, abs string) Editor {
+	if p != nil {
+		if c, ok := p.ed.(FileCreator); ok && c.Creates(abs) {
+			return c
+		}
+	}
+	e.mu.Lock()
+	var eds []Editor
+	for q := range e.peers {
+		if q != p && q.ed != nil {
+			eds = append(eds, q.ed)
+		}
+	}
+	e.mu.Unlock()
+	for _, ed := range eds {
+		if c, ok := ed.(FileCreator); ok && c.Creates(abs) {
+			return c
+		}
+	}
+	return nil
 }
 
 // deletedBehindBuffer is the target of undoing a deletion that smith made

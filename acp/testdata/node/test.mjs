@@ -6,7 +6,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable, PassThrough } from "node:stream";
@@ -241,6 +241,21 @@ test("with fs capabilities the write goes through fs/write_text_file and smith w
   assert.ok(a.reads.length > 0, "never read through fs/read_text_file");
   assert.equal(up.read(), MAIN_GO, "smith wrote the disk itself");
   assert.equal(a.calls()[0].status, "completed");
+  await a.close();
+});
+
+test("with fs capabilities a new file goes through fs/write_text_file too; smith creates nothing on disk", async () => {
+  const up = await upstream(["--protocol", "v0"]);
+  const a = agent(up, { fs: true });
+  const sid = await a.session();
+  assert.equal((await a.prompt(sid, 'create notes/todo.md with "# Todo"')).stopReason, "end_turn");
+  const path = join(up.ws, "notes", "todo.md");
+  assert.equal(a.writes.get(path), "# Todo\n");
+  assert.equal(existsSync(path), false, "smith created the file on disk itself");
+  const [call] = a.calls();
+  assert.equal(call.status, "completed");
+  const diff = (call.content ?? []).find((c) => c.type === "diff");
+  assert.equal(diff?.oldText ?? null, null, "a new file's diff has oldText null");
   await a.close();
 });
 
