@@ -81,6 +81,12 @@ const (
 	diffsSpooled
 )
 
+// planBudget is how many bytes of files' texts (before and after) the
+// plans kept for the engine may hold (streamedApply.plans): the 1 MB
+// benchmark's 25 files hold 2.3 MB; on a 7 MB diff, plans of every file
+// raised the peak RSS by a third.
+const planBudget = 8 << 20
+
 // planStreamed plans diff file by file, keeping each file's as-applied
 // diff as keep says; lim (nil: none) learns of each file.
 func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
@@ -95,6 +101,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 	}
 	var files []*diffapply.File
 	var bad []*diffapply.Hunk
+	var plannedBytes int64 // the texts of the plans kept
 	var firstErr error
 	yield := func(f *diffapply.File) error {
 		ws, conflicts, err := f.Writes(ids)
@@ -110,7 +117,13 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		switch {
 		case !withDiffs || !selectsFile(f, ids):
 		case sa.spool != nil:
-			diff := f.AppliedDiff(ids)
+			// go-udiff's diff, as the engine recorded before AppliedDiff:
+			// on a large file it gives up on the fine diff and records a
+			// few large hunks, where the plan's natural hunks (108 750 on
+			// the 55 MB benchmark) cost the engine's records and its undo
+			// more memory than the 3x bound of issue #17 allows
+			// (docs/benchmarks.md, "smith apply (target 3)").
+			diff := f.Diff(ids)
 			if n, err := sa.spool.WriteAt([]byte(diff), spoolAt); err != nil {
 				sa.diffs[d] = diff // the temporary file is full: held in memory after all
 			} else {
@@ -118,9 +131,14 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 				spoolAt += int64(n)
 			}
 		default:
-			diff, plan := f.AppliedPlan(ids, true)
+			// A plan holds its file's texts before and after, with their
+			// line tables and hunks, until the engine takes it: plans are
+			// kept for the files up to planBudget bytes of texts.
+			keep := plannedBytes+int64(len(f.Before)+len(f.After)) <= planBudget
+			diff, plan := f.AppliedPlan(ids, keep)
 			if plan != nil {
 				sa.plans[d] = plan
+				plannedBytes += int64(len(f.Before) + len(f.After))
 			} else {
 				// A copy of exactly its size: go-udiff's builder doubled.
 				diff = strings.Clone(diff)
