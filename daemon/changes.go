@@ -168,9 +168,13 @@ func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
 //
 // It returns the plan when the change is pending on it (nil otherwise).
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) *filePlan {
-	c.BaseHash = contentHash(text, exists)
-	if c.given != nil && (!exists || diffapply.HashOfDigest(c.BaseHash) != c.given.BeforeHash) {
+	if g := c.given; g != nil && exists && bytes.Equal(text, g.Before) && strings.HasPrefix(g.BeforeHash, "sha256:") {
+		// The text the caller planned against, byte for byte (cheaper to
+		// compare than to hash): its hash is the plan's.
+		c.BaseHash = strings.TrimPrefix(g.BeforeHash, "sha256:")
+	} else {
 		c.given = nil // planned against another text: planFile plans it
+		c.BaseHash = contentHash(text, exists)
 	}
 	fp, err := e.planChange(c, text, exists)
 	if c.Status == StatusUndone {

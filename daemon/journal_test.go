@@ -869,6 +869,14 @@ func TestApplyPlannedSeqTakesThePlanOnlyForItsText(t *testing.T) {
 		if got := f.read("a.txt"); got != "what the plan says\n" {
 			t.Errorf("a.txt is %q: the engine planned the change again instead of taking the plan", got)
 		}
+		// The bytes before are journalled under their own hash (the
+		// plan's, not computed again), so that undo can check them.
+		f.e.cs.mu.Lock()
+		before := f.e.cs.st.Undo[0].Before.Hash
+		f.e.cs.mu.Unlock()
+		if before != hashBytes([]byte(text)) {
+			t.Errorf("the journal's bytes before are under %q, want the hash of the text before", before)
+		}
 	})
 	t.Run("changed text", func(t *testing.T) {
 		moved := "a new first line\n" + text

@@ -129,8 +129,11 @@ type stateFile struct {
 
 	mu      sync.Mutex
 	head    []byte // {"version":...,"workspace":...}
-	changes []byte // the change store's last encoded changesState; nil: as the file holds it (newStateFile)
+	changes []byte // the change store's last encoded changesState; nil: as the file holds it (newStateFile, keepEncodedBelow)
 	dialogs []byte // the dialog registry's
+	// keepBelow: changes of this size or more are not kept once written
+	// (keepEncodedBelow; tests vary it).
+	keepBelow int
 }
 
 func newStateFile(s store, p *persisted) (*stateFile, error) {
@@ -141,7 +144,7 @@ func newStateFile(s store, p *persisted) (*stateFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
-	f := &stateFile{store: s, head: head}
+	f := &stateFile{store: s, head: head, keepBelow: keepEncodedBelow}
 	// A state read from a file of this version is not encoded again until
 	// the change store saves it: the file holds that encoding already
 	// (changesFromFile), and a state of many changes is tens of megabytes.
@@ -297,8 +300,20 @@ func (f *stateFile) writeLocked() error {
 		}
 	}
 	parts = append(parts, []byte{'}'})
-	return writeAtomic(f.store.statePath(), 0o600, parts...)
+	if err := writeAtomic(f.store.statePath(), 0o600, parts...); err != nil {
+		return err
+	}
+	if len(f.changes) >= f.keepBelow {
+		f.changes = nil // the file holds it now
+	}
+	return nil
 }
+
+// keepEncodedBelow is the size from which the change store's part is not
+// kept once written: the file holds it, and a save of the dialogs, which
+// needs it, takes it from there (changesFromFile). Below it, keeping it
+// costs less than reading the file again.
+const keepEncodedBelow = 1 << 20
 
 // changeRecord is a Change plus what the engine needs to re-plan it.
 type changeRecord struct {

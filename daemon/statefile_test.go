@@ -115,3 +115,47 @@ func readMembers(t *testing.T, path string) map[string]json.RawMessage {
 	}
 	return m
 }
+
+// TestWrittenChangesAreNotKept: once the file holds a large change part
+// (keepEncodedBelow; 1 here), the state file lets go of its encoding, and
+// a save of the dialogs after it writes the changes as the last save of
+// the change store did; after a restart the changes are the same.
+func TestWrittenChangesAreNotKept(t *testing.T) {
+	t.Parallel()
+	f, _, _ := patchFixture(t, undoSmall, nil)
+	f.e.cs.file.mu.Lock()
+	f.e.cs.file.keepBelow = 1
+	f.e.cs.file.mu.Unlock()
+	if _, err := f.e.Undo(context.Background(), ""); err != nil { // a save of the changes
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.e.StateDir(), "state.json")
+	before := readMembers(t, path)
+	f.e.cs.file.mu.Lock()
+	held := f.e.cs.file.changes
+	f.e.cs.file.mu.Unlock()
+	if held != nil {
+		t.Errorf("the state file kept the changes it wrote (%d bytes)", len(held))
+	}
+	views := f.e.list(ChangeFilter{})
+	f.e.dr.mu.Lock()
+	f.e.dr.st.NextTurn += 5
+	err := f.e.dr.saveLocked()
+	f.e.dr.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readMembers(t, path)
+	for _, k := range []string{"nextChange", "nextUndo", "changes", "undo"} {
+		if string(after[k]) != string(before[k]) {
+			t.Errorf("member %q of the state file changed with a save of the dialogs:\n%.200s\nwas\n%.200s", k, after[k], before[k])
+		}
+	}
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if d := cmp.Diff(views, f.e.list(ChangeFilter{})); d != "" {
+		t.Errorf("the changes after a restart (-before +after):\n%s", d)
+	}
+}

@@ -23,7 +23,9 @@
 // match Level, Line, Offset and Fuzz, or a Conflict with the nearest
 // place and the first difference. File.Render(ids) gives the content for
 // any subset of hunks (for editor buffers), File.Diff(ids) the as-applied
-// diff, File.ReverseDiff(ids) a diff that takes those hunks back out.
+// diff (File.AppliedDiff and File.AppliedPlan write it from the plan, for
+// a caller that records it), File.ReverseDiff(ids) a diff that takes
+// those hunks back out.
 // Options.ReadFile plans against text the caller supplies (open buffers),
 // Options.Target overrides the headers' path, PlanContent plans a
 // whole-file write. Commit and Recover are the atomic multi-file
