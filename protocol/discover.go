@@ -50,17 +50,9 @@ func (e *DiscoverError) Is(target error) bool { return target == ErrNoServer }
 // the server itself.
 func Discover(workspace string) (string, error) {
 	path := StatusPath(workspace)
-	b, err := os.ReadFile(path)
+	st, err := readStatus(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", &DiscoverError{Path: path, Err: err,
-				Reason: "no AgentSmithy server has run in this workspace (start one with 'agentsmithy --workdir <workspace>', or configure the upstream URL)"}
-		}
-		return "", &DiscoverError{Path: path, Err: err, Reason: "cannot read the server status: " + err.Error()}
-	}
-	var st StatusFile
-	if err := json.Unmarshal(b, &st); err != nil {
-		return "", &DiscoverError{Path: path, Err: err, Reason: "the server status is not valid JSON: " + err.Error()}
+		return "", err
 	}
 	if st.ServerStatus != "ready" {
 		return "", &DiscoverError{Path: path, Reason: notReadyReason(st)}
@@ -77,6 +69,28 @@ func Discover(workspace string) (string, error) {
 		return "", &DiscoverError{Path: path, Err: err, Reason: err.Error()}
 	}
 	return "http://localhost:" + strconv.Itoa(port), nil
+}
+
+// readStatus reads and decodes the status file at path. It is the one
+// reader of that file: Discover judges what it says, and the workspace
+// check of an upstream smith found by itself (servesWorkspace) compares
+// its server_pid with the server's. The error is a *DiscoverError; its Err
+// is an *fs.PathError when the file could not be read, the decoder's error
+// when it is not JSON.
+func readStatus(path string) (StatusFile, error) {
+	var st StatusFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return st, &DiscoverError{Path: path, Err: err,
+				Reason: "no AgentSmithy server has run in this workspace (start one with 'agentsmithy --workdir <workspace>', or configure the upstream URL)"}
+		}
+		return st, &DiscoverError{Path: path, Err: err, Reason: "cannot read the server status: " + err.Error()}
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, &DiscoverError{Path: path, Err: err, Reason: "the server status is not valid JSON: " + err.Error()}
+	}
+	return st, nil
 }
 
 func notReadyReason(st StatusFile) string {

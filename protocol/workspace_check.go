@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,31 +80,31 @@ func (c *Client) servesWorkspace(ctx context.Context) error {
 	defer res.Body.Close()
 	base := c.cfg.BaseURL
 	wrong := &WrongWorkspaceError{URL: base, Workspace: c.cfg.Workspace}
-	var h struct {
-		PID       int     `json:"pid"`
-		Workspace *string `json:"workspace"`
-	}
+	// Decoded as it comes (the content type is not checked, unlike
+	// Health's): an AgentSmithy server that answers JSON as text/plain
+	// still shows its pid.
+	var h Health
 	if res.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&h) != nil {
 		wrong.Reason = fmt.Sprintf("it does not answer GET /health like an AgentSmithy server (%s), and this workspace has no status file of a server", res.Status)
 		return wrong
 	}
 	wrong.PID = h.PID
-	if h.Workspace != nil {
-		if sameDir(*h.Workspace, c.cfg.Workspace) {
+	if h.Workspace != "" {
+		if sameDir(h.Workspace, c.cfg.Workspace) {
 			return nil
 		}
-		wrong.ServerWorkspace = *h.Workspace
-		wrong.Reason = "it serves the workspace " + *h.Workspace + " (its /health says so)"
+		wrong.ServerWorkspace = h.Workspace
+		wrong.Reason = "it serves the workspace " + h.Workspace + " (its /health says so)"
 		return wrong
 	}
 	path := StatusPath(c.cfg.Workspace)
-	b, err := os.ReadFile(path)
-	if err != nil {
+	st, err := readStatus(path)
+	var unread *fs.PathError
+	if errors.As(err, &unread) {
 		wrong.Reason = "this workspace has no " + filepath.Join(".agentsmithy", "status.json") + " (no server was started for it)"
 		return wrong
 	}
-	var st StatusFile
-	if json.Unmarshal(b, &st) != nil || st.ServerPID == nil {
+	if err != nil || st.ServerPID == nil {
 		wrong.Reason = path + " names no server_pid"
 		return wrong
 	}

@@ -108,3 +108,54 @@ func TestClientChecksStatusFilePID(t *testing.T) {
 		t.Fatal("a request was sent to a server that does not serve the workspace")
 	}
 }
+
+// TestWrongWorkspaceReasons: each way a found server fails to show that it
+// serves the workspace has its own reason, naming the file or the answer
+// that told. (They pin the behaviour of the status file and /health
+// readers that the check shares with Discover and Health.)
+func TestWrongWorkspaceReasons(t *testing.T) {
+	const pid = 4242
+	health := func(body string, code int) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(code)
+			fmt.Fprint(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	agentsmithy := health(fmt.Sprintf(`{"status":"ok","pid":%d}`, pid), http.StatusOK)
+	for _, tt := range []struct {
+		name   string
+		srv    *httptest.Server
+		status string // the workspace's status.json; "" for none
+		want   string
+	}{
+		{"health is not JSON", health("<html>", http.StatusOK), "", "does not answer GET /health like an AgentSmithy server (200 OK)"},
+		{"health fails", health(`{}`, http.StatusNotFound), "", "(404 Not Found)"},
+		{"another workspace", health(`{"pid":1,"workspace":"/elsewhere"}`, http.StatusOK), "", "it serves the workspace /elsewhere (its /health says so)"},
+		{"no status file", agentsmithy, "", "this workspace has no " + filepath.Join(".agentsmithy", "status.json") + " (no server was started for it)"},
+		{"status file not JSON", agentsmithy, "{", "status.json names no server_pid"},
+		{"status file without pid", agentsmithy, `{"server_status":"ready"}`, "status.json names no server_pid"},
+		{"status file of another process", agentsmithy, `{"server_status":"ready","server_pid":7}`, "status.json was written by process 7, not by this server"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if tt.status != "" {
+				if err := os.MkdirAll(filepath.Join(ws, ".agentsmithy"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(protocol.StatusPath(ws), []byte(tt.status), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := protocol.NewClient(protocol.ClientConfig{BaseURL: tt.srv.URL, Workspace: ws}).ListDialogs(context.Background(), protocol.ListDialogsOptions{})
+			var we *protocol.WrongWorkspaceError
+			if !errors.As(err, &we) {
+				t.Fatalf("error %v; want a *WrongWorkspaceError", err)
+			}
+			if !strings.Contains(we.Reason, tt.want) {
+				t.Errorf("reason %q; want it to contain %q", we.Reason, tt.want)
+			}
+		})
+	}
+}
