@@ -313,6 +313,20 @@ func start(t *testing.T, f *fixture, c *client, extra ...string) *agentProc {
 	return p
 }
 
+// waitStderr waits until smith acp's stderr holds want: the process
+// writes it before what the test saw, but exec copies it on a goroutine
+// of its own.
+func (p *agentProc) waitStderr(t *testing.T, want string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), want); {
+		if time.Now().After(end) {
+			t.Errorf("smith acp's stderr does not say %q:\n%s", want, p.stderr.String())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (p *agentProc) stdout() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -1228,14 +1242,6 @@ func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 	_, err = conn.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
 	go func() { done <- cmd.Wait() }()
 	re := rpcError(t, err)
-	for _, want := range []string{afile, "--state-dir", "not a directory", "give --state-dir a directory"} {
-		if !strings.Contains(re.Message, want) {
-			t.Errorf("initialize error %q does not name %q", re.Message, want)
-		}
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr does not name %q:\n%s", want, stderr.String())
-		}
-	}
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
@@ -1245,6 +1251,15 @@ func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("smith acp did not exit after refusing initialize (stdin still open)")
+	}
+	// After Wait, which waits for stderr to be copied.
+	for _, want := range []string{afile, "--state-dir", "not a directory", "give --state-dir a directory"} {
+		if !strings.Contains(re.Message, want) {
+			t.Errorf("initialize error %q does not name %q", re.Message, want)
+		}
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not name %q:\n%s", want, stderr.String())
+		}
 	}
 }
 
@@ -1283,9 +1298,7 @@ func TestJoinsTheServeHoldingTheWorkspace(t *testing.T) {
 	if len(changes) != 1 || changes[0].Status != "applied" {
 		t.Errorf("the holder's changes %+v, want the one smith acp applied", changes)
 	}
-	if !strings.Contains(p.stderr.String(), "joined the smith serve") {
-		t.Errorf("smith acp did not say it joined:\n%s", p.stderr.String())
-	}
+	p.waitStderr(t, "joined the smith serve")
 
 	// The holder stops (its editor left): the next prompt opens the
 	// engine in smith acp itself, on the same dialogs and journal.
@@ -1305,9 +1318,7 @@ func TestJoinsTheServeHoldingTheWorkspace(t *testing.T) {
 	if got, want := f.read(t, "main.go"), regexp.MustCompile(`\bsubtotal\b`).ReplaceAllString(renamed, "total"); got != want {
 		t.Errorf("main.go after the second turn, on smith acp's own engine:\n%s", got)
 	}
-	if !strings.Contains(p.stderr.String(), "has stopped; opening the workspace's engine again") {
-		t.Errorf("smith acp did not say the holder stopped:\n%s", p.stderr.String())
-	}
+	p.waitStderr(t, "has stopped; opening the workspace's engine again")
 }
 
 // TestLockedByAProcessThatCannotBeJoined: an engine held by a process that

@@ -203,6 +203,13 @@ func TestServeProcessUnusableStateDir(t *testing.T) {
 				if err != nil {
 					t.Fatalf("initialize: %v\n%s", err, ed.Stderr())
 				}
+				// Its stderr is whole once it has exited.
+				if err := ed.CloseStdin(); err != nil {
+					t.Fatal(err)
+				}
+				if code, err := ed.Wait(10 * time.Second); err != nil || code != 0 {
+					t.Fatalf("exit code %d, %v; want 0 once stdin is closed", code, err)
+				}
 				if !strings.Contains(ed.Stderr(), afile) {
 					t.Errorf("no start-up warning naming %s on stderr:\n%s", afile, ed.Stderr())
 				}
