@@ -25,6 +25,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/creack/pty"
 
+	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/editor/editortest"
 	"github.com/smith-dev/smith/protocol"
 	"github.com/smith-dev/smith/protocol/upstream"
@@ -1244,5 +1245,93 @@ func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("smith acp did not exit after refusing initialize (stdin still open)")
+	}
+}
+
+// TestJoinsTheServeHoldingTheWorkspace: while an editor's smith serve
+// holds the workspace's engine, smith acp on the same workspace (and state
+// folder) joins that serve through its serve.sock instead of failing on
+// the lock: the turn runs, the change is applied by the holder (on disk,
+// since its editor does not have the file open), and the serve's editor
+// sees the same change.
+func TestJoinsTheServeHoldingTheWorkspace(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	holder := editortest.Start(t, smithBin, "serve", "--workspace", f.ws, "--upstream", f.url, "--state-dir", f.state)
+	ctx := ctxT(t)
+	if _, err := holder.Initialize(ctx, f.ws, nil); err != nil {
+		t.Fatalf("the holder's initialize: %v\n%s", err, holder.Stderr())
+	}
+	c := &client{}
+	r, p := renameTurn(t, f, c)
+	if r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stopReason %q\n%s", r.StopReason, p.stderr.String())
+	}
+	calls := editCalls(c.updates())
+	if len(calls) != 1 || calls[0].status != sdk.ToolCallStatusCompleted {
+		t.Fatalf("edit tool calls %+v, want one completed\n%s", calls, p.stderr.String())
+	}
+	if got := f.read(t, "main.go"); got != renamed {
+		t.Errorf("main.go after the joined apply:\n%s", got)
+	}
+	var changes []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := holder.Call(ctx, "smith/changes", map[string]any{}, &changes); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0].Status != "applied" {
+		t.Errorf("the holder's changes %+v, want the one smith acp applied", changes)
+	}
+	if !strings.Contains(p.stderr.String(), "joined the smith serve") {
+		t.Errorf("smith acp did not say it joined:\n%s", p.stderr.String())
+	}
+
+	// The holder stops (its editor left): the next prompt opens the
+	// engine in smith acp itself, on the same dialogs and journal.
+	if err := holder.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := holder.Wait(15 * time.Second); err != nil || code != 0 {
+		t.Fatalf("the holder's exit: %d, %v", code, err)
+	}
+	var sid sdk.SessionId
+	for _, u := range c.updates() {
+		sid = u.SessionId
+	}
+	if r := p.prompt(t, sid, "rename subtotal to total in main.go"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stopReason after the holder stopped: %q\n%s", r.StopReason, p.stderr.String())
+	}
+	if got, want := f.read(t, "main.go"), regexp.MustCompile(`\bsubtotal\b`).ReplaceAllString(renamed, "total"); got != want {
+		t.Errorf("main.go after the second turn, on smith acp's own engine:\n%s", got)
+	}
+	if !strings.Contains(p.stderr.String(), "has stopped; opening the workspace's engine again") {
+		t.Errorf("smith acp did not say the holder stopped:\n%s", p.stderr.String())
+	}
+}
+
+// TestLockedByAProcessThatCannotBeJoined: an engine held by a process that
+// does not answer on serve.sock (here this test's own) is not joined:
+// session/new fails saying who holds it, that nothing answers on the
+// socket, and what to do.
+func TestLockedByAProcessThatCannotBeJoined(t *testing.T) {
+	f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+	eng, err := daemon.New(context.Background(), daemon.Config{Workspace: f.ws, Upstream: f.url, StateDir: f.state, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := &client{}
+	p := start(t, f, c)
+	ctx := ctxT(t)
+	if _, err := p.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: f.ws, McpServers: []sdk.McpServer{}})
+	re := rpcError(t, err)
+	for _, want := range []string{"workspace state in use", fmt.Sprintf("pid %d", os.Getpid()), "serve.sock", "finish or stop that process"} {
+		if !strings.Contains(re.Message, want) {
+			t.Errorf("session/new error %q does not say %q", re.Message, want)
+		}
 	}
 }

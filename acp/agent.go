@@ -55,8 +55,12 @@ type agent struct {
 	mu          sync.Mutex
 	initialized bool
 	caps        sdk.ClientCapabilities
-	eng         *daemon.Engine
-	peer        *daemon.Peer
+	eng         engine
+	// peer is smith acp's front on a local engine (nil when joined): the
+	// engine's calls made for it use the client's fs/* (fsEditor).
+	peer *daemon.Peer
+	// joined: eng is a smith serve's (Options.Join).
+	joined bool
 	// files confines the paths smith reads or writes for the client (fs/*
 	// requests, files named in a prompt) by the rules every writer of
 	// smith uses.
@@ -106,14 +110,13 @@ func (a *agent) close() error {
 		}
 		s.mu.Unlock()
 	}
-	eng, peer := a.eng, a.peer
+	eng := a.eng
 	a.mu.Unlock()
 	a.turns.Wait()
 	if eng == nil {
 		return nil
 	}
-	eng.Detach(peer)
-	return errors.Join(eng.Close(), a.files.Close())
+	return errors.Join(eng.close(), a.files.Close())
 }
 
 // Errors the client sees. JSON-RPC codes: -32602 for what names something
@@ -179,7 +182,7 @@ func (a *agent) ready() error {
 // engine returns the engine, starting it on the workspace that cwd
 // belongs to: Options.Workspace, or cwd itself for the first session when
 // none was given. A cwd outside the workspace is refused.
-func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) {
+func (a *agent) engine(ctx context.Context, cwd string) (engine, error) {
 	if cwd == "" || !filepath.IsAbs(cwd) {
 		return nil, invalidParams("cwd %q must be an absolute path (ACP paths are absolute)", cwd)
 	}
@@ -188,6 +191,14 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.eng != nil && a.eng.gone() {
+		// The smith serve that was joined has stopped (its editor left):
+		// open the engine again, here or in another holder.
+		a.log.Info("the smith serve this smith acp joined has stopped; opening the workspace's engine again", "workspace", a.eng.Workspace())
+		a.eng.close()
+		a.files.Close()
+		a.eng, a.files, a.joined = nil, nil, false
+	}
 	if a.eng == nil {
 		ws := a.o.Workspace
 		if ws == "" {
@@ -214,21 +225,39 @@ func (a *agent) engine(ctx context.Context, cwd string) (*daemon.Engine, error) 
 			// text is not needed whole (serve bounds it the same way).
 			cfg.MaxResultText = maxResultText
 		}
-		eng, err := daemon.New(a.ctx, cfg)
-		if err != nil {
-			if errors.Is(err, daemon.ErrStateLocked) {
-				return nil, internalError(fmt.Errorf("%w: another smith process (a smith serve of an editor, or a smith command) holds the state of %s; stop it, or use that editor, then start a new session", err, ws))
+		var eng engine
+		local, err := daemon.New(a.ctx, cfg)
+		switch {
+		case errors.Is(err, daemon.ErrStateLocked):
+			// A smith serve (an editor's) holds the workspace: share its
+			// engine, as a terminal command does.
+			if eng, err = a.join(a.ctx, cfg, err); err != nil {
+				return nil, internalError(err)
 			}
+		case err != nil:
 			return nil, internalError(fmt.Errorf("start smith's engine on %s: %w", ws, err))
+		default:
+			eng = localEngine{Engine: local}
 		}
-		files, err := diffapply.OpenWorkspace(eng.Workspace(), eng.StateDir())
+		stateDir, err := daemon.StateDirOf(cfg)
 		if err != nil {
-			eng.Close()
+			eng.close()
+			return nil, internalError(err)
+		}
+		files, err := diffapply.OpenWorkspace(eng.Workspace(), stateDir)
+		if err != nil {
+			eng.close()
 			return nil, internalError(fmt.Errorf("open the workspace %s: %w", ws, err))
 		}
+		if l, ok := eng.(localEngine); ok {
+			l.peer = l.Attach(&fsEditor{a: a})
+			eng, a.peer = l, l.peer
+			a.log.Info("engine started", "workspace", ws, "upstream", cfg.Upstream, "state", stateDir)
+		} else {
+			a.joined = true
+			a.log.Info("joined the smith serve that holds the workspace's engine; its settings apply, and it does the writes (not fs/write_text_file)", "workspace", ws, "state", stateDir)
+		}
 		a.eng, a.files = eng, files
-		a.peer = eng.Attach(&fsEditor{a: a})
-		a.log.Info("engine started", "workspace", ws, "upstream", cfg.Upstream, "state", eng.StateDir())
 		return eng, nil
 	}
 	if ok, err := within(a.eng.Workspace(), cwd); err != nil || !ok {

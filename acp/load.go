@@ -52,7 +52,7 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 // newest first; they are joined once at the end, so that reading a long
 // dialog costs time and memory in proportion to its length (putting each
 // page in front of the ones read so far copied the history once per page).
-func history(ctx context.Context, eng *daemon.Engine, id string) ([]protocol.HistoryEvent, error) {
+func history(ctx context.Context, eng daemon.API, id string) ([]protocol.HistoryEvent, error) {
 	var pages [][]protocol.HistoryEvent
 	n := 0
 	before := -1

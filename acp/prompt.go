@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unicode"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -80,9 +81,20 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 
 // turn runs the engine's Chat and maps its events (see docs/acp.md).
 func (a *agent) turn(ctx context.Context, s *session, msg string, cctx *protocol.ChatContext) (sdk.StopReason, error) {
+	if _, err := a.engine(ctx, s.cwd); err != nil {
+		return "", err // the joined serve stopped, and the engine cannot be opened again
+	}
 	t := newTurnMapper(a, s, ctx)
 	go t.work()
-	res, err := a.eng.Chat(daemon.WithPeer(ctx, a.peer), daemon.ChatRequest{DialogID: s.id, Message: msg, Context: cctx}, t.emit)
+	emit, drained := t.emit, func() {}
+	if a.joined {
+		// The joined serve's events arrive on its connection's read
+		// loop, which must go on reading: the answers to the calls made
+		// for them (Changes, Preview) arrive there too.
+		emit, drained = inOrder(t.emit)
+	}
+	res, err := a.eng.Chat(daemon.WithPeer(ctx, a.peer), daemon.ChatRequest{DialogID: s.id, Message: msg, Context: cctx}, emit)
+	drained()
 	if res != nil {
 		t.turnID = res.TurnID
 		t.scan()
@@ -207,4 +219,53 @@ func errorText(code, msg string) string {
 		return fmt.Sprintf("\n\n**upstream error** (%s): %s\n", code, msg)
 	}
 	return fmt.Sprintf("\n\n**upstream error:** %s\n", msg)
+}
+
+// inOrder runs fn on the values given to put, in order, on a goroutine of
+// its own; put never blocks. wait waits until every value put before it
+// is done, and ends the goroutine.
+func inOrder[T any](fn func(T)) (put func(T), wait func()) {
+	var mu sync.Mutex
+	var q []T
+	closed := false
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(done)
+		for {
+			mu.Lock()
+			batch, end := q, closed
+			q = nil
+			mu.Unlock()
+			for _, v := range batch {
+				fn(v)
+			}
+			if len(batch) == 0 {
+				if end {
+					return
+				}
+				<-wake
+			}
+		}
+	}()
+	put = func(v T) {
+		mu.Lock()
+		q = append(q, v)
+		mu.Unlock()
+		signal()
+	}
+	wait = func() {
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		signal()
+		<-done
+	}
+	return put, wait
 }

@@ -39,6 +39,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is smith's version, sent as agentInfo.version.
 	Version string
+	// Join, when not nil, reaches the smith serve that holds a
+	// workspace's engine (its state is locked), so that smith acp shares
+	// that engine instead of failing: the same dialogs, changes and undo
+	// journal as the serve's editor. smith acp then writes nothing through
+	// the client's fs/* methods: the holder writes (docs/acp.md).
+	Join func(ctx context.Context, cfg daemon.Config) (Joined, error)
 	// Refuse, when not nil, is why smith cannot serve at all (a state
 	// folder it cannot use, found at start-up): initialize is answered
 	// with it as an error, since that answer is what an editor shows,

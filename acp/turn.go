@@ -438,7 +438,7 @@ func (t *turnMapper) decide(id string) bool {
 		t.reject(id)
 		return true
 	}
-	c, err := t.a.eng.Change(id)
+	c, err := t.a.eng.change(t.ctx, id)
 	if err != nil {
 		t.finish(id, sdk.ToolCallStatusFailed, err.Error())
 		return true

@@ -38,6 +38,9 @@ matches the file is a failed tool call, never a wrong write. The session mode
 /reject, /undo, /approve, /reset, /dialogs.
 
 The workspace is --workspace, else the cwd of the editor's first session.
+When an editor's smith serve (or a smith chat) already holds the workspace,
+smith acp joins it and shares its engine: same dialogs, changes and undo,
+with the holder's settings, and the holder does the writes (docs/acp.md).
 Settings come from the flags, then SMITH_* variables, .smith.toml, the user's
 config file, a running AgentSmithy server of the workspace, and the defaults
 (see smith config). Set-up for each editor: docs/acp.md.`,
@@ -93,7 +96,25 @@ config file, a running AgentSmithy server of the workspace, and the defaults
 				}
 				return cfg, nil
 			}
-			err = acp.Serve(cmd.Context(), s.In, s.Out, acp.Options{Workspace: ws, Resolve: resolve, Logger: log, Version: smithVersion(), Refuse: refuse})
+			// A workspace whose engine an editor's smith serve holds is
+			// joined through its serve.sock, as terminal commands do.
+			join := func(ctx context.Context, cfg daemon.Config) (acp.Joined, error) {
+				dir, err := daemon.StateDirOf(cfg)
+				if err != nil {
+					return nil, err
+				}
+				b, err := dialDaemon(ctx, attachSocket(dir), cfg.Workspace)
+				if err != nil {
+					return nil, err
+				}
+				j, ok := b.(acp.Joined)
+				if !ok { // dialDaemon answers a remote engine or an error
+					b.Close()
+					return nil, fmt.Errorf("the engine on %s cannot be joined", attachSocket(dir))
+				}
+				return j, nil
+			}
+			err = acp.Serve(cmd.Context(), s.In, s.Out, acp.Options{Workspace: ws, Resolve: resolve, Join: join, Logger: log, Version: smithVersion(), Refuse: refuse})
 			if refuse != nil {
 				return &ExitError{Code: ExitUsage, Err: refuse, Silent: true}
 			}

@@ -41,12 +41,15 @@ func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse e
 	}
 	op := editor.ReadOpening(ctx, stdio)
 	said := refuse != nil
+	var cfg daemon.Config
+	cfgErr := errors.New("the editor's first message is not initialize")
 	if refuse == nil && op.Initialize != nil {
+		cfg, cfgErr = srv.ConfigFor(ctx, op.Initialize)
 		// A state folder that the editor's own settings did not fix
 		// either: this serve can serve nothing, so it ends, as it would
 		// have at start-up had nothing been left to the editor.
 		var usage *ExitError
-		if _, err := srv.ConfigFor(ctx, op.Initialize); errors.As(err, &usage) && usage.Code == ExitUsage {
+		if errors.As(cfgErr, &usage) && usage.Code == ExitUsage {
 			refuse = usage.Err
 		}
 	}
@@ -56,7 +59,7 @@ func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse e
 		}
 		return &ExitError{Code: ExitUsage, Err: refuse, Silent: said}
 	}
-	if holder, ws := joinHolder(ctx, srv, op, pinned, log); holder != nil {
+	if holder, ws := joinHolder(ctx, cfg, cfgErr, op, pinned, log); holder != nil {
 		err = op.Relay(ctx, holder, editor.RelayOptions{
 			Logger: log,
 			Vanished: fmt.Sprintf("smith: the smith serve this editor was joined to (it held the engine of %s) has stopped; "+
@@ -75,18 +78,15 @@ func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse e
 }
 
 // joinHolder connects to the attach socket of the engine that the
-// editor's initialize asks for, and returns the connection and the
-// workspace; nil when the first message is not initialize, its
-// configuration fails (initialize will say why, here), or no smith serve
-// answers on that socket (the engine is then opened here). With pinned
-// (--workspace) the initialize passed on names that workspace, since the
-// holder would otherwise take the editor's root.
-func joinHolder(ctx context.Context, srv *editor.Server, op *editor.Opening, pinned string, log *slog.Logger) (net.Conn, string) {
-	if op.Initialize == nil {
-		return nil, ""
-	}
-	cfg, err := srv.ConfigFor(ctx, op.Initialize)
-	if err != nil {
+// editor's initialize asks for (cfg: Server.ConfigFor of it, or cfgErr),
+// and returns the connection and the workspace; nil when the first
+// message is not initialize, its configuration fails (initialize will
+// say why, here), or no smith serve answers on that socket (the engine is
+// then opened here). With pinned (--workspace) the initialize passed on
+// names that workspace, since the holder would otherwise take the
+// editor's root.
+func joinHolder(ctx context.Context, cfg daemon.Config, cfgErr error, op *editor.Opening, pinned string, log *slog.Logger) (net.Conn, string) {
+	if op.Initialize == nil || cfgErr != nil {
 		return nil, ""
 	}
 	dir, err := daemon.StateDirOf(cfg)
