@@ -2,6 +2,7 @@ package diffapply
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,31 +22,70 @@ import (
 // differently, or numbers a merged hunk's new side wrongly), never in what
 // they do to Before.
 func (f *File) AppliedDiff(ids []int) string {
-	d, _ := f.AppliedPlan(ids, false)
+	d, _, _ := f.AppliedPlan(ids, false)
 	return d
 }
 
-// AppliedPlan is AppliedDiff and, when withPlan is set and it can, the
-// File that Plan of that diff against Before would give (the same hunks,
-// headers, bodies and matches, each exact at the line it states; Path is
-// f's, ID 1, hunk IDs 1 to n), so that a caller who records the diff need
-// not plan it again: only for a modification of an existing file whose
-// diff was written from the plan, without "\ No newline at end of file"
-// and without a carriage return other than a CRLF line end; else nil.
-func (f *File) AppliedPlan(ids []int, withPlan bool) (string, *File) {
+// AppliedPlan is AppliedDiff and, with withPlan, what a caller that
+// records the diff as the change needs to know of it:
+//
+//   - plan, when not nil, is the File that Plan of the diff against
+//     Before gives (Path is f's, ID 1, hunk IDs 1 to n), so that the
+//     caller need not plan it again. For a modification of an existing
+//     file whose diff was written from the plan without "\ No newline at
+//     end of file" and without a carriage return other than a CRLF line
+//     end, it is built from the plan (the same hunks, headers, bodies and
+//     matches, each exact at the line it states); otherwise it is planned.
+//   - ok is false when planning the diff against Before does not give
+//     Render(ids): a text with carriage returns a unified diff does not
+//     carry (a lone CR ending a file, or a line's text) can make go-udiff's
+//     diff say something else than the plan, and a caller that recorded it
+//     would write that. Without withPlan, ok is always true (not checked).
+func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, ok bool) {
 	oldLabel, newLabel, after := f.diffSides(ids)
 	if bytes.Equal(f.Before, after) {
-		return "", nil
+		return "", nil, true
 	}
-	edits, off, ok := f.appliedEdits(ids, after)
-	if !ok {
-		return udiff.Unified(oldLabel, newLabel, string(f.Before), string(after)), nil
+	edits, off, fast := f.appliedEdits(ids, after)
+	var hunks []writtenHunk
+	if fast {
+		diff, hunks = writeUnified(oldLabel, newLabel, f.Before, off, edits)
+	} else {
+		diff = udiff.Unified(oldLabel, newLabel, string(f.Before), string(after))
 	}
-	d, hunks := writeUnified(oldLabel, newLabel, f.Before, off, edits)
 	if !withPlan {
-		return d, nil
+		return diff, nil, true
 	}
-	return d, f.appliedFile(d, hunks, edits, after)
+	if fast {
+		if g := f.appliedFile(diff, hunks, edits, after); g != nil {
+			return diff, g, true
+		}
+	}
+	g := f.planApplied(diff)
+	if g == nil || g.Conflict != nil || !allOK(g) || !bytes.Equal(g.After, after) {
+		return diff, nil, false
+	}
+	return diff, g, true
+}
+
+// planApplied plans d, an as-applied diff of f, against f's text before,
+// as the engine plans a change (its one file named by f's source path);
+// nil when it cannot.
+func (f *File) planApplied(d string) *File {
+	src := f.Path
+	if f.OldPath != "" {
+		src = f.OldPath
+	}
+	p, err := Plan(f.root, []byte(d), Options{Target: src, ReadFile: func(rel string) ([]byte, bool, error) {
+		if rel != src {
+			return nil, false, fmt.Errorf("the diff of %s names %s", src, rel)
+		}
+		return f.Before, f.Existed, nil
+	}})
+	if err != nil || len(p.Files) != 1 {
+		return nil
+	}
+	return p.Files[0]
 }
 
 // diffSides returns the labels and the text after of the as-applied diff

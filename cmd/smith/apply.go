@@ -224,9 +224,9 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	case o.preview:
 		res.Result = "preview"
 	case writes:
-		diffOf := func(f *diffapply.File) (int64, func() (string, *diffapply.File, error)) {
-			d, plan := f.AppliedPlan(ids, true)
-			return int64(len(d)), func() (string, *diffapply.File, error) { return d, plan, nil }
+		diffOf := func(f *diffapply.File) asAppliedDiff {
+			d, plan, ok := f.AppliedPlan(ids, true)
+			return asAppliedDiff{size: int64(len(d)), unfaithful: !ok, text: func() (string, *diffapply.File, error) { return d, plan, nil }}
 		}
 		if sa != nil {
 			diffOf = sa.asApplied
@@ -363,13 +363,14 @@ func (l *memLimit) grow(f *diffapply.File, kept bool) {
 // opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
 //
-// diffOf gives a file's as-applied diff of the chosen hunks: its size, and
-// its text and plan (nil: none; daemon.PlannedChange), read when the
-// engine records the file's change (an engine in this process takes them
-// one at a time: ApplyPlannedSeq).
+// diffOf gives a file's as-applied diff of the chosen hunks (asAppliedDiff):
+// its text and plan are read when the engine records the file's change
+// (an engine in this process takes them one at a time: ApplyPlannedSeq).
+// A diff that cannot stand for its change (unfaithful) makes it report
+// false: the patch is written directly.
 //
 // lim (nil: none) is lifted when the diffs must all be read at once.
-func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) (int64, func() (string, *diffapply.File, error)), lim *memLimit) (bool, error) {
+func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffapply.Patch, ids []int, diffOf func(*diffapply.File) asAppliedDiff, lim *memLimit) (bool, error) {
 	ws, err := config.FindWorkspace(root)
 	if err != nil {
 		return false, nil
@@ -389,7 +390,12 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			return false, nil
 		}
 		ch := protocol.Change{Path: filepath.ToSlash(rel), Kind: protocol.ChangeModify}
-		size, text := diffOf(f)
+		d := diffOf(f)
+		if d.unfaithful {
+			fmt.Fprintf(s.Err, "smith undo will not cover this apply: no unified diff of %s gives the text this patch makes (it has carriage returns a diff line cannot carry), so it cannot be recorded as a change; use smith apply -R to take it back\n", f.Path)
+			return false, nil
+		}
+		size, text := d.size, d.text
 		if size == 0 && f.Op == diffapply.OpModify {
 			continue // its hunks change nothing: nothing to write or undo
 		}
@@ -440,6 +446,18 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	_, err = b.ApplyPatch(ctx, "", chs)
 	return true, err
+}
+
+// asAppliedDiff is a file's as-applied diff as smith apply hands it to the
+// engine: its size, and its text and plan (nil: none;
+// daemon.PlannedChange), read when the engine records the file's change.
+type asAppliedDiff struct {
+	size int64
+	text func() (string, *diffapply.File, error)
+	// unfaithful: the diff, planned against the text before, does not give
+	// what smith apply planned (File.AppliedPlan's ok), so it cannot stand
+	// for the change: the patch is written without the engine.
+	unfaithful bool
 }
 
 // patchSeqApplier is an engine in this process (*daemon.Engine): the

@@ -26,6 +26,10 @@ type streamedApply struct {
 	// when diffapply made it (File.AppliedPlan), for the engine, which
 	// then need not plan it again (daemon.PlannedChange).
 	plans map[*diffapply.File]*diffapply.File
+	// unfaithful holds the files whose as-applied diff, planned against
+	// the text before, does not give what the plan gives (File.AppliedPlan's
+	// ok): such a diff cannot stand for the change (applyJournalled).
+	unfaithful map[*diffapply.File]bool
 	// A large diff's as-applied diffs wait in an unlinked temporary file
 	// (spool, at spooled) until the engine asks for each: together they
 	// can be twice the diff (go-udiff's diff of a large file rewrites
@@ -45,22 +49,22 @@ const spoolDiffsFrom = spillAt
 // asApplied gives f's as-applied diff of the chosen hunks: its size, and
 // its text and plan (nil: none) when the engine asks for them (once:
 // what it held is let go).
-func (sa *streamedApply) asApplied(f *diffapply.File) (int64, func() (string, *diffapply.File, error)) {
+func (sa *streamedApply) asApplied(f *diffapply.File) asAppliedDiff {
 	if r, ok := sa.spooled[f]; ok {
-		return r.n, func() (string, *diffapply.File, error) {
+		return asAppliedDiff{size: r.n, text: func() (string, *diffapply.File, error) {
 			b := make([]byte, r.n)
 			if _, err := sa.spool.ReadAt(b, r.off); err != nil {
 				return "", nil, fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
 			}
 			return string(b), nil, nil
-		}
+		}}
 	}
 	d, plan := sa.diffs[f], sa.plans[f]
 	// Handed over, not kept: the engine holds the diff until its journal
 	// has it, the plan until it has planned the change with it.
 	delete(sa.diffs, f)
 	delete(sa.plans, f)
-	return int64(len(d)), func() (string, *diffapply.File, error) { return d, plan, nil }
+	return asAppliedDiff{size: int64(len(d)), unfaithful: sa.unfaithful[f], text: func() (string, *diffapply.File, error) { return d, plan, nil }}
 }
 
 // close removes the spool.
@@ -90,7 +94,7 @@ const planBudget = 8 << 20
 // planStreamed plans diff file by file, keeping each file's as-applied
 // diff as keep says; lim (nil: none) learns of each file.
 func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
-	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, spooled: map[*diffapply.File]spoolRange{}}
+	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, unfaithful: map[*diffapply.File]bool{}, spooled: map[*diffapply.File]spoolRange{}}
 	withDiffs := keep != noDiffs
 	spoolAt := int64(0)
 	if keep == diffsSpooled {
@@ -135,7 +139,13 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			// line tables and hunks, until the engine takes it: plans are
 			// kept for the files up to planBudget bytes of texts.
 			keep := plannedBytes+int64(len(f.Before)+len(f.After)) <= planBudget
-			diff, plan := f.AppliedPlan(ids, keep)
+			diff, plan, ok := f.AppliedPlan(ids, true)
+			if !ok {
+				sa.unfaithful[d] = true
+			}
+			if !keep {
+				plan = nil
+			}
 			if plan != nil {
 				sa.plans[d] = plan
 				plannedBytes += int64(len(f.Before) + len(f.After))
