@@ -1214,7 +1214,7 @@ func TestCancelStopsTheUpstream(t *testing.T) {
 // TestUnusableStateDirRefusesInitialize: with a --state-dir smith cannot
 // use, smith acp says so on stderr at start-up, answers the client's
 // initialize with the same message (what an editor shows; its log alone
-// gets stderr), and exits 2 while the client still holds stdin open.
+// gets stderr), and exits 2 when the client lets go.
 func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 	afile := filepath.Join(t.TempDir(), "afile")
 	if err := os.WriteFile(afile, []byte("not a directory\n"), 0o644); err != nil {
@@ -1242,6 +1242,7 @@ func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 	_, err = conn.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
 	go func() { done <- cmd.Wait() }()
 	re := rpcError(t, err)
+	stdin.Close() // the client lets go, as editors do after a failed initialize
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
@@ -1250,7 +1251,7 @@ func TestUnusableStateDirRefusesInitialize(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("smith acp did not exit after refusing initialize (stdin still open)")
+		t.Fatalf("smith acp did not exit after refusing initialize and stdin closing")
 	}
 	// After Wait, which waits for stderr to be copied.
 	for _, want := range []string{afile, "--state-dir", "not a directory", "give --state-dir a directory"} {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -86,46 +87,72 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	return a.close()
 }
 
-// refuse answers every request of in with err (an internal error) until
-// initialize has been answered or in ends, then returns err: smith serves
-// nothing, but the editor shows the answer to its initialize, where a
+// refuseGrace bounds how long refuse waits, after answering initialize,
+// for the client to close its end: long enough for it to read the answer,
+// short enough that a process nobody stops still ends.
+const refuseGrace = 5 * time.Second
+
+// refuse answers every request of in with err (an internal error), and
+// returns err once initialize has been answered and the client has closed
+// its end (or refuseGrace has passed), or in has ended: smith serves
+// nothing, but the client shows the answer to its initialize, where a
 // process that just exits is "server shut down" with the reason in a log.
-// The lines are answered here rather than by the SDK, which drops the
-// answers still being made when the input ends (a client that writes
-// initialize and closes stdin would get nothing).
+// Exiting right after the answer would race the client, which may see the
+// exit first. The lines are answered here rather than by the SDK, which
+// drops the answers still being made when the input ends (a client that
+// writes initialize and closes stdin would get nothing).
 func refuse(in io.Reader, w *lineWriter, log *slog.Logger, err error) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	for n := 1; ; n++ {
-		line, rerr := readLine(r)
-		if len(line) > 0 {
-			var m struct {
-				ID     *json.RawMessage `json:"id"`
-				Method string           `json:"method"`
-			}
-			bad := &rpcError{JSONRPC: "2.0", Error: sdk.RequestError{Code: -32603, Message: err.Error()}}
-			if method, msg := checkLine(line, n); msg != nil {
-				bad = msg
-			} else if json.Unmarshal(line, &m) == nil && m.ID != nil && method != "" {
-				bad.ID = m.ID
-			} else {
-				bad = nil // a notification or a response: nothing to answer
-			}
-			if bad != nil {
-				if werr := w.writeJSON(bad); werr != nil {
-					return errors.Join(err, werr)
+	answered, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		r := bufio.NewReaderSize(in, 64<<10)
+		initialized := false
+		for n := 1; ; n++ {
+			line, rerr := readLine(r)
+			if len(line) > 0 {
+				var m struct {
+					ID     *json.RawMessage `json:"id"`
+					Method string           `json:"method"`
+				}
+				bad := &rpcError{JSONRPC: "2.0", Error: sdk.RequestError{Code: -32603, Message: err.Error()}}
+				if method, msg := checkLine(line, n); msg != nil {
+					bad = msg
+				} else if json.Unmarshal(line, &m) == nil && m.ID != nil && method != "" {
+					bad.ID = m.ID
+				} else {
+					bad = nil // a notification or a response: nothing to answer
+				}
+				if bad != nil {
+					if werr := w.writeJSON(bad); werr != nil {
+						log.Debug("answering the client", "err", werr)
+						return
+					}
+				}
+				if bad != nil && m.Method == "initialize" && !initialized {
+					initialized = true
+					close(answered)
 				}
 			}
-			if bad != nil && m.Method == "initialize" {
-				return err
+			if rerr != nil {
+				if !errors.Is(rerr, io.EOF) {
+					log.Debug("reading the client", "err", rerr)
+				}
+				return
 			}
 		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				log.Debug("reading the client", "err", rerr)
-			}
-			return err
-		}
+	}()
+	select {
+	case <-ended:
+		return err
+	case <-answered:
 	}
+	t := time.NewTimer(refuseGrace)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	}
+	return err
 }
 
 // filterLines passes the well-formed messages of in to the SDK and answers

@@ -83,10 +83,17 @@ func (o *Opening) Replay() io.ReadWriteCloser {
 // err's, preceded by a window/showMessage (type Error) saying the same, as
 // Server's initialize does when the engine cannot start: VS Code shows the
 // failed initialize and smith.nvim ends its wait on the showMessage, while
-// what a server writes on stderr only reaches the editor's log. Then it
-// closes the connection. smith serve uses it when it cannot serve at all
-// (a state folder it cannot use), instead of starting a Server. A first
-// message that is not initialize gets no answer.
+// what a server writes on stderr only reaches the editor's log. smith
+// serve uses it when it cannot serve at all (a state folder it cannot
+// use), instead of starting a Server. A first message that is not
+// initialize gets no answer.
+//
+// Then it waits, until ctx ends, for the editor to let go: its exit
+// notification, or the end of its input (what Neovim and VS Code do after
+// a failed initialize). A shutdown is answered, other requests get err
+// again. Exiting at once would race the editor: one that sees the process
+// end before it has read the answer reports the exit code, not the
+// reason. It closes the connection before it returns.
 func (o *Opening) Refuse(ctx context.Context, err error) error {
 	defer o.rwc.Close()
 	if o.Initialize == nil {
@@ -95,8 +102,41 @@ func (o *Opening) Refuse(ctx context.Context, err error) error {
 	if werr := notifyShowMessage(ctx, o.stream, "smith could not start: "+err.Error()); werr != nil {
 		return werr
 	}
-	_, werr := o.stream.Write(ctx, jsonrpc2.NewResponse(o.initID, nil, jsonrpc2.NewError(jsonrpc2.InternalError, err.Error())))
-	return werr
+	refusal := jsonrpc2.NewError(jsonrpc2.InternalError, err.Error())
+	if _, werr := o.stream.Write(ctx, jsonrpc2.NewResponse(o.initID, nil, refusal)); werr != nil {
+		return werr
+	}
+	if o.ended != nil {
+		return nil // the editor's input ended with its initialize
+	}
+	stop := context.AfterFunc(ctx, func() { o.rwc.Close() })
+	defer stop()
+	for {
+		frame, _, rerr := o.stream.ReadFrame(ctx)
+		if rerr != nil {
+			return nil // the editor closed its end (or ctx ended)
+		}
+		msg, derr := jsonrpc2.DecodeMessage(frame)
+		if derr != nil {
+			continue
+		}
+		switch m := msg.(type) {
+		case *jsonrpc2.Call:
+			var res *jsonrpc2.Response
+			if m.Method() == "shutdown" {
+				res = jsonrpc2.NewResponse(m.ID(), jsonrpc2.RawMessage("null"), nil)
+			} else {
+				res = jsonrpc2.NewResponse(m.ID(), nil, refusal)
+			}
+			if _, werr := o.stream.Write(ctx, res); werr != nil {
+				return nil
+			}
+		case *jsonrpc2.Notification:
+			if m.Method() == "exit" {
+				return nil
+			}
+		}
+	}
 }
 
 // RelayOptions configure Opening.Relay.

@@ -29,6 +29,12 @@ import (
 // dialling its socket rather than by probing the lock: taking the lock to
 // test it would open (and recover) the state behind the holder's back.
 
+// refuseGrace bounds how long a serve that cannot serve waits, after
+// answering initialize with the reason, for the editor to close its end
+// (Opening.Refuse): long enough for an editor to read the answer, short
+// enough that a process nobody stops still ends.
+const refuseGrace = 5 * time.Second
+
 // serveStdio serves the editor on stdin/stdout: itself, or through the
 // smith serve that already holds the workspace's engine.
 // pinned is serve's --workspace ("" when not given). refuse, when not
@@ -54,7 +60,11 @@ func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse e
 		}
 	}
 	if refuse != nil {
-		if err := op.Refuse(ctx, refuse); err != nil {
+		// The editor lets go at once; one that does not is not waited
+		// for long.
+		rctx, cancel := context.WithTimeout(ctx, refuseGrace)
+		defer cancel()
+		if err := op.Refuse(rctx, refuse); err != nil {
 			log.Debug("answering initialize", "err", err)
 		}
 		return &ExitError{Code: ExitUsage, Err: refuse, Silent: said}
