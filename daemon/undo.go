@@ -27,7 +27,7 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare *spareFile) (*fileWrite
 	w := &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, nextExists: r.Before.Exists}
 	if tg.open || (len(tg.text) < e.holdBelow && r.Before.Len < int64(e.holdBelow)) {
 		if w.next, err = e.store.getBlob(r.Before); err != nil {
-			return nil, err
+			return nil, undoDataError(r, err)
 		}
 		return w, nil
 	}
@@ -46,12 +46,21 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare *spareFile) (*fileWrite
 		w.nextFrom = func() ([]byte, error) {
 			b, err := e.store.getBlob(ref)
 			if err != nil {
-				return nil, journalError{err}
+				return nil, journalError{undoDataError(r, err)}
 			}
 			return b, nil
 		}
 	}
 	return w, nil
+}
+
+// undoDataError is the journal failing to give the text r's file held
+// before smith's write: the same words whether the undo reads it before
+// its commit (a small file) or while the commit writes it (a large one),
+// naming the file, since the journal's own words name only a blob, and
+// saying where else the user can take that text from.
+func undoDataError(r *undoRecord, err error) error {
+	return fmt.Errorf("cannot undo change %s: smith's copy of what %s held before it is damaged or missing (%v); nothing was written. Restore %s from version control or a backup if you need its earlier text", r.ChangeID, r.Rel, err, r.Rel)
 }
 
 // journalError is the journal failing to give the bytes an undo restores

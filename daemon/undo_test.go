@@ -305,8 +305,10 @@ func TestUndoWriteOfALargeFileHoldsNoText(t *testing.T) {
 // TestUndoWithADamagedJournalWritesNothing: when the journal's copy of a
 // file's text before is damaged, the undo of the patch is refused with
 // the journal's error, the same whether that file is held (read before
-// the commit) or streamed (read while the commit writes it), and nothing
-// is written: files, state file and state folder are as they were.
+// the commit) or streamed (read while the commit writes it), naming the
+// file, saying that nothing was written and where its text can come from
+// instead; and nothing is written: files, state file and state folder are
+// as they were.
 func TestUndoWithADamagedJournalWritesNothing(t *testing.T) {
 	t.Parallel()
 	var errs [2]string
@@ -345,6 +347,13 @@ func TestUndoWithADamagedJournalWritesNothing(t *testing.T) {
 			t.Fatalf("hold below %d: undo with a damaged journal = %v, want the damage said", hold, err)
 		}
 		errs[i] = err.Error()
+		// The user must learn which file's copy is damaged, that nothing
+		// was written, and what to do next.
+		for _, want := range []string{"big.txt", "nothing was written", "version control"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("hold below %d: the refusal does not say %q: %v", hold, want, err)
+			}
+		}
 		assertTexts(t, f, "after the refused undo", after)
 		if now, _ := os.ReadFile(filepath.Join(f.e.StateDir(), "state.json")); string(now) != string(state) {
 			t.Errorf("hold below %d: the refused undo rewrote the state file", hold)
