@@ -49,7 +49,10 @@ The workspace is the editor's rootUri (or first workspace folder) unless
 --workspace or initializationOptions.workspace names one. Settings are taken
 from flags, then initializationOptions, then SMITH_* variables, .smith.toml,
 the user's config file, a running AgentSmithy server of the workspace, and
-the defaults. Logs go to stderr; stdout carries only the protocol.
+the defaults. Logs go to stderr; stdout carries only the protocol. A state
+folder smith cannot use (--state-dir naming a file, a folder it may not
+write in) is said at start-up, and serve exits 2 (under an editor, after
+answering its initialize with the reason, which is what the editor shows).
 
 While it holds a workspace's engine, serve also listens on serve.sock in the
 engine's state folder (mode 0600): smith chat, changes, undo, dialogs,
