@@ -131,6 +131,12 @@ type stateFile struct {
 	head    []byte // {"version":...,"workspace":...}
 	changes []byte // the change store's last encoded changesState; nil: as the file holds it (newStateFile, keepEncodedBelow)
 	dialogs []byte // the dialog registry's
+	// spare is the buffer of the changes part before the last save,
+	// written and no longer used: the next save encodes into it. An apply
+	// saves twice (its write-ahead record, then that it happened), each
+	// time the whole part; a fresh buffer each time is fresh memory, which
+	// the kernel faults in and clears page by page.
+	spare []byte
 	// keepBelow: changes of this size or more are not kept once written
 	// (keepEncodedBelow; tests vary it).
 	keepBelow int
@@ -149,7 +155,7 @@ func newStateFile(s store, p *persisted) (*stateFile, error) {
 	// the change store saves it: the file holds that encoding already
 	// (changesFromFile), and a state of many changes is tens of megabytes.
 	if !p.read {
-		if f.changes, err = encodeChanges(&p.changesState, 0); err != nil {
+		if f.changes, err = encodeChanges(&p.changesState, 0, nil); err != nil {
 			return nil, fmt.Errorf("encode state: %w", err)
 		}
 	}
@@ -169,13 +175,18 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 			hint = int(fi.Size())
 		}
 	}
+	buf := f.spare
+	f.spare = nil
 	f.mu.Unlock()
-	b, err := encodeChanges(cs, hint)
+	b, err := encodeChanges(cs, hint, buf)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if old := f.changes; cap(old) < f.keepBelow {
+		f.spare = old // written: no one reads it again
+	}
 	f.changes = b
 	return f.writeLocked()
 }
@@ -185,8 +196,9 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 // the whole part grows its buffer by doubling and then copies it, which
 // for a state of many hunks (a patch of 25 files of 43 500 lines records
 // 108 750, 20 MB) is three times the encoding, held at once at every
-// save and at every start.
-func encodeChanges(cs *changesState, hint int) ([]byte, error) {
+// save and at every start. It encodes into buf (whose bytes it
+// overwrites) when buf can hold about hint bytes.
+func encodeChanges(cs *changesState, hint int, buf []byte) ([]byte, error) {
 	shell := *cs
 	shell.Changes, shell.Undo = nil, nil
 	head, err := json.Marshal(&shell)
@@ -202,7 +214,10 @@ func encodeChanges(cs *changesState, hint int) ([]byte, error) {
 	if i < 0 || j < i {
 		return nil, fmt.Errorf("encode state: unexpected layout %.80q", head)
 	}
-	out := make([]byte, 0, max(hint+hint/8, len(head))+64)
+	out := buf[:0]
+	if size := max(hint+hint/8, len(head)) + 64; cap(buf) < size {
+		out = make([]byte, 0, size)
+	}
 	out = append(out, head[:i]...)
 	if out, err = appendList(out, `"changes":`, cs.Changes); err != nil {
 		return nil, err
@@ -246,24 +261,34 @@ func changesFromFile(path string) ([]byte, error) {
 }
 
 // appendList appends name and the JSON array of list (null when nil), as
-// json.Marshal writes it, one element at a time.
+// json.Marshal writes it, one element at a time. An Encoder writes each
+// element straight onto out (json.Marshal would copy it into a slice of
+// its own first); it encodes as json.Marshal does, newline after.
 func appendList[T any](out []byte, name string, list []T) ([]byte, error) {
 	out = append(out, name...)
 	if list == nil {
 		return append(out, "null"...), nil
 	}
-	out = append(out, '[')
+	w := &appendWriter{b: append(out, '[')}
+	enc := json.NewEncoder(w)
 	for k, v := range list {
 		if k > 0 {
-			out = append(out, ',')
+			w.b = append(w.b, ',')
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
+		if err := enc.Encode(v); err != nil {
 			return nil, err
 		}
-		out = append(out, b...)
+		w.b = w.b[:len(w.b)-1] // Encode's newline
 	}
-	return append(out, ']'), nil
+	return append(w.b, ']'), nil
+}
+
+// appendWriter is an io.Writer that appends to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // saveDialogs encodes ds (the caller holds the dialog registry's lock) and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,13 +42,17 @@ func TestEncodeChangesIsMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A buffer of the last save is reused: what it held must not show.
+		dirty := []byte(strings.Repeat(`{"changes":[x]}`, 10*len(want)))
 		for _, hint := range []int{0, 10, len(want), 10 * len(want)} {
-			got, err := encodeChanges(&cs, hint)
-			if err != nil {
-				t.Fatalf("%s, hint %d: %v", name, hint, err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("%s, hint %d: encoded\n%s\nwant json.Marshal's\n%s", name, hint, got, want)
+			for _, buf := range [][]byte{nil, dirty[:3], dirty} {
+				got, err := encodeChanges(&cs, hint, buf)
+				if err != nil {
+					t.Fatalf("%s, hint %d: %v", name, hint, err)
+				}
+				if string(got) != string(want) {
+					t.Errorf("%s, hint %d, buffer of %d: encoded\n%s\nwant json.Marshal's\n%s", name, hint, cap(buf), got, want)
+				}
 			}
 		}
 	}

@@ -158,7 +158,15 @@ type txn struct {
 	tx   string // the transaction directory, "" without a journal
 	m    manifest
 	hook func(step string) error // tests: called before each change to the file system
+	// scratch is verify's buffer, reused from target to target: what it
+	// reads is compared and dropped, and fresh memory for every file is
+	// paid for in page faults.
+	scratch []byte
 }
+
+// scratchMax is the largest buffer verify keeps for the next target: a
+// larger file is read into memory of its own, let go of after.
+const scratchMax = 1 << 20
 
 // step runs the test hook before a change to the file system; a hook may
 // fail the step or stop the process (panic, SIGKILL) right there.
@@ -342,9 +350,12 @@ func (t *txn) verify(e *journalEntry, p preimage) error {
 	case fi.Size() != p.size || !fi.ModTime().Equal(p.mtime):
 		return &StaleError{Path: e.Path, Want: e.Before, Got: "a file of another size or time", During: true}
 	}
-	b, _, err := readRegular(t.d, e.Path)
+	b, _, err := readRegularInto(t.d, e.Path, t.scratch)
 	if err != nil {
 		return err
+	}
+	if cap(b) <= scratchMax {
+		t.scratch = b
 	}
 	if p.load != nil {
 		if got := Hash(b); got != e.Before {

@@ -282,6 +282,12 @@ func readRegular(d *os.Root, name string) ([]byte, bool, error) {
 // readRegularInfo is readRegular with the file's FileInfo (nil when it
 // does not exist), taken from the open file: no second lookup by name.
 func readRegularInfo(d *os.Root, name string) ([]byte, fs.FileInfo, error) {
+	return readRegularInto(d, name, nil)
+}
+
+// readRegularInto is readRegularInfo reading into buf (overwriting its
+// bytes) when buf can hold the file.
+func readRegularInto(d *os.Root, name string, buf []byte) ([]byte, fs.FileInfo, error) {
 	f, err := d.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -297,7 +303,10 @@ func readRegularInfo(d *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, &PathError{Path: name, Rule: RuleNotRegular}
 	}
-	b := make([]byte, 0, fi.Size()+1)
+	b := buf[:0]
+	if int64(cap(buf)) < fi.Size()+1 {
+		b = make([]byte, 0, fi.Size()+1)
+	}
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
