@@ -100,10 +100,20 @@ type changesState struct {
 
 // txnRecord is a disk commit's journal with, for each of its entries,
 // the Seq of the undo record that holds the bytes before (to roll back).
+//
+// Action is txnUndo for the commit of an Undo, whose entries take the
+// records back: their texts before are what the commit writes, and the
+// bytes it replaces (what smith wrote) are not journalled, so it is
+// settled forward only. "" is an apply's (and every record of a version 3
+// state file, whose undos kept diffapply's own journal).
 type txnRecord struct {
 	diffapply.Journal
-	Undo []int `json:"undo"`
+	Undo   []int  `json:"undo"`
+	Action string `json:"action,omitempty"`
 }
+
+// txnUndo is txnRecord.Action for an Undo's commit.
+const txnUndo = "undo"
 
 // dialogsState is the dialog registry's part of state.json.
 type dialogsState struct {
