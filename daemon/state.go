@@ -91,10 +91,11 @@ type changesState struct {
 	NextUndo   int             `json:"nextUndo"`
 	Changes    []*changeRecord `json:"changes"`
 	Undo       []*undoRecord   `json:"undo"`
-	// Txn is the disk commit of an apply under way: saved with its undo
-	// records, before the first temp file (the commit's write-ahead
-	// record: diffapply.CommitLogged), cleared with their settling. One
-	// found at start was cut short; recovery settles it (settleTxn).
+	// Txn is the disk commit of an apply or an undo under way: saved with
+	// the apply's undo records (or before the undo's first rename), before
+	// the first temp file (the commit's write-ahead record:
+	// diffapply.CommitLogged), cleared with their settling. One found at
+	// start was cut short; recovery settles it (settleTxn).
 	Txn *txnRecord `json:"txn,omitempty"`
 }
 
