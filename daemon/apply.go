@@ -571,15 +571,19 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	if len(recs) > 1 {
 		label = fmt.Sprintf("smith: undo %d changes", len(recs))
 	}
-	if err := e.writeBatch(ctx, label, ws); err != nil {
+	after := make([]string, len(recs))
+	for i, w := range ws {
+		after[i] = w.nextContentHash()
+	}
+	if onDisk(ws) {
+		if err := e.undoLogged(ctx, recs, ws, after); err != nil {
+			return nil, err
+		}
+	} else if err := e.writeBatch(ctx, label, ws); err != nil {
 		if je := (journalError{}); errors.As(err, &je) {
 			return nil, je.err // nothing was written
 		}
 		return nil, err
-	}
-	after := make([]string, len(recs))
-	for i, w := range ws {
-		after[i] = w.nextContentHash()
 	}
 	if err := e.cs.undone(recs, after); err != nil {
 		e.log.Error("save state", "err", err)

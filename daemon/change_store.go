@@ -269,9 +269,31 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 //     offer it for review again (it can still be applied on purpose).
 //
 // The change's status then follows its hunks (deriveStatus).
+//
+// It clears the journal of the undo's disk commit (Txn) in the same save.
 func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	cs.undoneLocked(recs, after)
+	cs.st.Txn = nil
+	return cs.saveLocked()
+}
+
+// saveTxn saves the state with tx, the write-ahead record of a disk
+// commit (undoLogged); on failure the state forgets it again.
+func (cs *changeStore) saveTxn(tx *txnRecord) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.st.Txn = tx
+	if err := cs.saveLocked(); err != nil {
+		cs.st.Txn = nil
+		return err
+	}
+	return nil
+}
+
+// undoneLocked is undone without the save; the caller holds mu.
+func (cs *changeStore) undoneLocked(recs []*undoRecord, after []string) {
 	for i, r := range recs {
 		c := cs.byID[r.ChangeID]
 		r.State = undoUndone
@@ -318,7 +340,6 @@ func (cs *changeStore) undone(recs []*undoRecord, after []string) error {
 			c.Reason = fmt.Sprintf("%s: %s", c.Path, conflictReason(c.Hunks))
 		}
 	}
-	return cs.saveLocked()
 }
 
 // applied records a finished apply: the hunks each step wrote (all of

@@ -305,8 +305,11 @@ func (e *Engine) recover() error {
 
 // settleTxn finishes or rolls back the disk commit of an apply that was
 // cut short after its write-ahead record (Txn), so that its files are all
-// before or all after it; recover then reads which from the files. It
-// reports whether there was one (the state must be saved without it).
+// before or all after it; recover then reads which from the files. The
+// commit of an undo is settled the same way, and its records follow the
+// files at once (undoneAsFound): undone when restored, done (the undo can
+// be made again) when not. It reports whether there was one (the state
+// must be saved without it).
 func (e *Engine) settleTxn() bool {
 	tx := e.cs.st.Txn
 	if tx == nil {
@@ -317,16 +320,34 @@ func (e *Engine) settleTxn() bool {
 	for _, r := range e.cs.st.Undo {
 		bySeq[r.Seq] = r
 	}
+	undo := tx.Action == txnUndo
 	written, err := e.ws.fs.Settle(&tx.Journal, func(i int) ([]byte, error) {
+		if undo {
+			// What an undo replaces is what smith wrote, of which the
+			// journal keeps only the hash: a file the commit had restored
+			// stays restored, and its record says so (undoneAsFound).
+			return nil, errors.New("smith keeps no copy of the text it had written there")
+		}
 		if i >= len(tx.Undo) || bySeq[tx.Undo[i]] == nil {
 			return nil, errors.New("the journal has no record of its bytes before")
 		}
 		return e.store.getBlob(bySeq[tx.Undo[i]].Before)
 	})
+	what := "write"
+	if undo {
+		what = "undo"
+		var recs []*undoRecord
+		for _, seq := range tx.Undo {
+			if r := bySeq[seq]; r != nil {
+				recs = append(recs, r)
+			}
+		}
+		e.undoneAsFound(recs)
+	}
 	if err != nil {
-		e.log.Error("an interrupted write could not be settled completely; see the files named", "err", err)
+		e.log.Error("an interrupted "+what+" could not be settled completely; see the files named", "err", err)
 	} else {
-		e.log.Warn("settled an interrupted write", "files", len(tx.Entries), "written", written)
+		e.log.Warn("settled an interrupted "+what, "files", len(tx.Entries), "written", written)
 	}
 	return true
 }

@@ -91,19 +91,30 @@ type changesState struct {
 	NextUndo   int             `json:"nextUndo"`
 	Changes    []*changeRecord `json:"changes"`
 	Undo       []*undoRecord   `json:"undo"`
-	// Txn is the disk commit of an apply under way: saved with its undo
-	// records, before the first temp file (the commit's write-ahead
-	// record: diffapply.CommitLogged), cleared with their settling. One
-	// found at start was cut short; recovery settles it (settleTxn).
+	// Txn is the disk commit of an apply or an undo under way: saved with
+	// the apply's undo records (or before the undo's first rename), before
+	// the first temp file (the commit's write-ahead record:
+	// diffapply.CommitLogged), cleared with their settling. One found at
+	// start was cut short; recovery settles it (settleTxn).
 	Txn *txnRecord `json:"txn,omitempty"`
 }
 
 // txnRecord is a disk commit's journal with, for each of its entries,
 // the Seq of the undo record that holds the bytes before (to roll back).
+//
+// Action is txnUndo for the commit of an Undo, whose entries take the
+// records back: their texts before are what the commit writes, and the
+// bytes it replaces (what smith wrote) are not journalled, so it is
+// settled forward only. "" is an apply's (and every record of a version 3
+// state file, whose undos kept diffapply's own journal).
 type txnRecord struct {
 	diffapply.Journal
-	Undo []int `json:"undo"`
+	Undo   []int  `json:"undo"`
+	Action string `json:"action,omitempty"`
 }
+
+// txnUndo is txnRecord.Action for an Undo's commit.
+const txnUndo = "undo"
 
 // dialogsState is the dialog registry's part of state.json.
 type dialogsState struct {

@@ -267,3 +267,144 @@ func TestInlineTextsMoveToAPack(t *testing.T) {
 }
 
 func filepathName(i int) string { return "f" + string(rune('a'+i)) + ".txt" }
+
+// TestRestartSettlesAnUndoCutShort: the undo of a patch of two files,
+// whose disk commit keeps its journal in the state file (Txn, as an
+// undo's), cut short at each point where the files can be found: after
+// its write-ahead save with nothing renamed; after its first rename; after
+// every rename, before the save that records the undo (the files were
+// restored, and the changes listed as stale, a second undo refused); and
+// after its first rename with the other temp file lost (a system crash
+// that kept no entry of it: what smith wrote is not journalled, so that
+// file cannot be put back, and each change says what its file holds).
+// The next start leaves no temp file and no journal, and the changes as
+// the files say: undone (and applied again by ApplyChanges) or applied
+// (and undone by Undo).
+func TestRestartSettlesAnUndoCutShort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		restored []bool // each file was renamed over (holds its text before)
+		temps    bool   // the temp files not renamed are there
+		want     []bool // each file must end restored, its change undone
+	}{
+		{"journal saved, nothing renamed", []bool{false, false}, true, []bool{false, false}},
+		{"one file renamed", []bool{true, false}, true, []bool{true, true}},
+		{"every file renamed, the undo not recorded", []bool{true, true}, false, []bool{true, true}},
+		{"one file renamed, the other's temp file lost", []bool{true, false}, false, []bool{true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			names := []string{"a.txt", "sub/b.txt"}
+			before := map[string]string{"a.txt": "a one\na two\n", "sub/b.txt": "b one\nb two\n"}
+			after := map[string]string{"a.txt": "a one\na TWO\n", "sub/b.txt": "b ONE\nb two\n"}
+			f := newFixture(t, fixtureOpts{protocol: "v0", files: before, mutate: func(c *Config) { c.NoWatch = true }})
+			ctx := context.Background()
+			var chs []protocol.Change
+			for _, n := range names {
+				chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(before[n]), []byte(after[n]))})
+			}
+			ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			statePath := filepath.Join(f.e.StateDir(), "state.json")
+			if err := f.e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The state file as the undo's write-ahead save left it: the
+			// apply recorded, with the undo's journal.
+			b, err := os.ReadFile(statePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st map[string]any
+			if err := json.Unmarshal(b, &st); err != nil {
+				t.Fatal(err)
+			}
+			realWS, err := filepath.EvalSymlinks(f.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entries, seqs []any
+			for i, x := range st["undo"].([]any) {
+				r := x.(map[string]any)
+				if r["state"] != undoDone || r["rel"] != filepath.FromSlash(names[i]) {
+					t.Fatalf("undo record %d: %v", i, r)
+				}
+				n := names[i]
+				seqs = append(seqs, r["seq"])
+				entries = append(entries, map[string]any{
+					"path": n, "temp": tempOf(n), "existed": true, "mode": 0o644,
+					"before": diffapply.Hash([]byte(after[n])), "after": diffapply.Hash([]byte(before[n])),
+				})
+			}
+			st["txn"] = map[string]any{"root": realWS, "entries": entries, "undo": seqs, "action": "undo"}
+			if b, err = json.Marshal(st); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(statePath, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range names {
+				if tc.restored[i] {
+					f.write(n, before[n])
+					continue
+				}
+				if tc.temps {
+					f.write(tempOf(n), before[n])
+				}
+			}
+
+			f.e = f.open()
+			p := f.e.Attach(nil)
+			for i, n := range names {
+				want, status := after[n], StatusApplied
+				if tc.want[i] {
+					want, status = before[n], StatusUndone
+				}
+				if got := f.read(n); got != want {
+					t.Errorf("%s after the restart holds %q, want %q", n, got, want)
+				}
+				if _, err := os.Stat(f.path(tempOf(n))); !os.IsNotExist(err) {
+					t.Errorf("the temp file of %s is left", n)
+				}
+				c, err := f.e.Change(ids[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Status != status {
+					t.Errorf("change %s (%s) is %s after the restart, want %s", ids[i], n, c.Status, status)
+				}
+			}
+			if b, _ := os.ReadFile(statePath); strings.Contains(string(b), `"txn"`) {
+				t.Errorf("the journal is left in the state file after the restart")
+			}
+			// What is left to do can be done.
+			var applied []string
+			for i := range names {
+				if !tc.want[i] {
+					applied = append(applied, ids[i])
+				}
+			}
+			for _, id := range applied {
+				if _, err := f.e.Undo(WithPeer(ctx, p), id); err != nil {
+					t.Fatalf("undo of %s after the restart: %v", id, err)
+				}
+			}
+			for _, n := range names {
+				if got := f.read(n); got != before[n] {
+					t.Errorf("undone, %s holds %q", n, got)
+				}
+			}
+			if _, err := f.e.ApplyChanges(WithPeer(ctx, p), ids); err != nil {
+				t.Fatalf("applying again after the restart: %v", err)
+			}
+			for _, n := range names {
+				if got := f.read(n); got != after[n] {
+					t.Errorf("applied again, %s holds %q", n, got)
+				}
+			}
+		})
+	}
+}

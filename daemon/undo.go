@@ -1,8 +1,12 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/smith-dev/smith/diffapply"
 )
 
 // undoWrite is the write that takes r back, refused with ErrConflict when
@@ -119,4 +123,90 @@ func (s *spareFile) close() {
 		os.Remove(s.f.Name()) // a system that does not remove an open file
 	}
 	s.f = nil
+}
+
+// undoLogged writes an undo that goes to disk only, with the same single
+// write-ahead record as an apply (commitLogged): once the commit has read
+// and checked every target, the state file is saved with the commit's
+// journal (Txn, marked as an undo, naming the records it takes back) and
+// made durable before anything is renamed. A process killed after that
+// is settled at the next start (settleTxn): the files end all restored,
+// and the records undone, or all as smith wrote them, and the records
+// still done, so that the undo can be made again; never the files
+// restored and the records saying they were not. after[i] is the hash of
+// what ws[i] writes. The caller records the undo (changeStore.undone,
+// which clears Txn in the same save).
+func (e *Engine) undoLogged(ctx context.Context, recs []*undoRecord, ws []*fileWrite, after []string) error {
+	disk := make([]diffapply.Write, 0, len(ws))
+	seqs := make([]int, len(recs))
+	for i, w := range ws {
+		dw, err := e.diskWrite(w)
+		if err != nil {
+			return err
+		}
+		disk = append(disk, dw)
+		w.via = "disk"
+		seqs[i] = recs[i].Seq
+	}
+	logged := false
+	var logErr error
+	err := e.ws.fs.CommitLogged(ctx, disk, func(j *diffapply.Journal) error {
+		if logErr = e.cs.saveTxn(&txnRecord{Journal: *j, Undo: seqs, Action: txnUndo}); logErr != nil {
+			return logErr
+		}
+		// The record must survive an operating-system crash before the
+		// first rename: its rename too, not only the file's bytes.
+		syncDir(e.store.dir)
+		logged = true
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if logged {
+		// The commit put back what it had renamed (or says what it could
+		// not): the records follow the files, and the journal goes.
+		e.cs.mu.Lock()
+		e.undoneAsFound(recs)
+		e.cs.st.Txn = nil
+		serr := e.cs.saveLocked()
+		e.cs.mu.Unlock()
+		if serr != nil {
+			e.log.Error("save state", "err", serr)
+		}
+	}
+	if je := (journalError{}); errors.As(err, &je) {
+		return je.err // nothing was written
+	}
+	if logErr != nil {
+		return fmt.Errorf("journal the undo (nothing was written): %w", logErr)
+	}
+	return commitError(disk, err)
+}
+
+// undoneAsFound marks undone, as Undo would have, each record of recs
+// whose file holds its text before smith's write again (an undo's commit
+// that was cut short, or failed and could not put everything back); the
+// others stay as they are. Called with e.cs.mu held; the caller saves.
+func (e *Engine) undoneAsFound(recs []*undoRecord) {
+	var back []*undoRecord
+	var after []string
+	for _, r := range recs {
+		if r.State != undoDone {
+			continue
+		}
+		b, exists, err := e.ws.readFile(r.Path)
+		if err != nil {
+			e.log.Warn("cannot read a file of an interrupted undo; its change is left as it was", "path", r.Path, "err", err)
+			continue
+		}
+		switch {
+		case r.Before.matches(b, exists):
+			back = append(back, r)
+			after = append(after, contentHash(b, exists))
+		case !r.After.matches(b, exists):
+			e.log.Warn("an interrupted undo left a file in neither state", "path", r.Path, "change", r.ChangeID)
+		}
+	}
+	e.cs.undoneLocked(back, after)
 }
