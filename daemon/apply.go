@@ -276,7 +276,13 @@ type applyStep struct {
 // prepareApply plans the given hunks of change id against the text the
 // user sees. Nothing is written. A file changed since the plan re-validates
 // the change and is ErrConflict.
-func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyStep, error) {
+//
+// scratch, when not nil, is a buffer to read the file into (nil: none),
+// set on return to one that the step does not hold (or nil): the file is
+// read only to be compared with the kept plan's text, which the step then
+// holds instead, so that applying many files reads them all into one
+// buffer.
+func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch *[]byte) (*applyStep, error) {
 	c, snap, err := e.cs.applySnapshot(changeID)
 	if err != nil {
 		return nil, err
@@ -292,7 +298,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 		}
 		return nil, fmt.Errorf("%w: change %s is %s%s; only pending changes can be applied", ErrInvalidState, changeID, snap.Status, why)
 	}
-	tg, err := e.current(p, snap.source())
+	var buf []byte
+	if scratch != nil {
+		buf, *scratch = *scratch, nil
+	}
+	tg, err := e.currentInto(p, snap.source(), buf)
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +334,9 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string) (*applyS
 	if same {
 		kept = k
 		if !k.hashOnly {
+			if scratch != nil && !tg.open {
+				*scratch = tg.text // read only to compare: free for the next
+			}
 			tg.text = k.text // the same bytes: one copy of them lives on, not two
 		}
 		// Used once: the record lets go of it.
@@ -394,7 +407,7 @@ func (e *Engine) Apply(ctx context.Context, changeID string, hunks []string) (*C
 	defer e.flush()
 	e.cs.writeMu.Lock()
 	defer e.cs.writeMu.Unlock()
-	st, err := e.prepareApply(p, changeID, hunks)
+	st, err := e.prepareApply(p, changeID, hunks, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -429,8 +442,9 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	// prepared, and a disk write lets go of it there (stageBefore): a
 	// patch of many large files does not hold them all until the save.
 	bs := e.cs.undoStage()
+	var scratch []byte
 	for _, id := range changeIDs {
-		st, err := e.prepareApply(p, id, nil)
+		st, err := e.prepareApply(p, id, nil, &scratch)
 		if err != nil {
 			bs.abort()
 			return nil, err

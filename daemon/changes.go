@@ -34,7 +34,11 @@ import (
 // keeps its plan for that apply (planned), which then need not plan again.
 //
 // given (nil: none) is the caller's plan of src.Diff (PlannedChange.Plan).
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, given *diffapply.File, batch bool) (*changeRecord, string) {
+//
+// at (nil: none) is where the caller resolved src's paths already, just
+// before (propose refuses a path outside the workspace before recording):
+// each resolution walks the path's components.
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, given *diffapply.File, batch bool, at *resolved) (*changeRecord, string) {
 	id := e.cs.nextID()
 
 	c := &changeRecord{
@@ -53,10 +57,15 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	// the state file holds every change.
 	c.Src.Diff, c.Src.Content = "", ""
 	var violation string
-	abs, rel, err := e.ws.resolve(src.Path)
-	var oldAbs, oldRel string
-	if err == nil && src.OldPath != "" {
-		oldAbs, oldRel, err = e.ws.resolve(src.OldPath)
+	var abs, rel, oldAbs, oldRel string
+	var err error
+	if at != nil {
+		abs, rel, oldAbs, oldRel = at.abs, at.rel, at.oldAbs, at.oldRel
+	} else {
+		abs, rel, err = e.ws.resolve(src.Path)
+		if err == nil && src.OldPath != "" {
+			oldAbs, oldRel, err = e.ws.resolve(src.OldPath)
+		}
 	}
 	switch {
 	case err != nil:
@@ -126,16 +135,18 @@ func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Chang
 // none) is the caller's plan of ch.Diff (PlannedChange.Plan).
 func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, given *diffapply.File, batch, views bool) (*changeRecord, *Change, error) {
 	p := e.peerOf(ctx)
-	if _, _, err := e.ws.resolve(ch.Path); err != nil {
+	var at resolved
+	var err error
+	if at.abs, at.rel, err = e.ws.resolve(ch.Path); err != nil {
 		return nil, nil, err
 	}
 	if ch.OldPath != "" {
-		if _, _, err := e.ws.resolve(ch.OldPath); err != nil {
+		if at.oldAbs, at.oldRel, err = e.ws.resolve(ch.OldPath); err != nil {
 			return nil, nil, err
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch, given, batch)
+	c, _ := e.recordChange(p, dialogID, "", ch, given, batch, &at)
 	if !views && !e.listened() {
 		return c, nil, nil
 	}
@@ -143,6 +154,9 @@ func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Chang
 	e.notifyAll(Notification{Kind: NoteChangeUpdated, Change: v})
 	return c, v, nil
 }
+
+// resolved is a change's paths as workspace.resolve gave them.
+type resolved struct{ abs, rel, oldAbs, oldRel string }
 
 // userText is the text the user sees of abs: the open buffer (p's editor
 // first, then any attached one), else the file on disk.

@@ -308,7 +308,7 @@ func contextID(ev protocol.Event) string {
 // upstream already wrote), announces it, and applies it when AutoApply is
 // set.
 func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)) {
-	c, violation := e.recordChange(t.peer, t.dialog, t.id, src, nil, false)
+	c, violation := e.recordChange(t.peer, t.dialog, t.id, src, nil, false, nil)
 	t.result.Changes = append(t.result.Changes, c.ID)
 	if violation != "" {
 		e.log.Warn("refused a change outside the workspace", "change", c.ID, "path", src.Path, "turn", t.id)

@@ -620,7 +620,7 @@ func TestKeptPlanOfALargeFileHoldsItsHash(t *testing.T) {
 	diff := unifiedDiff("a.txt", []byte(base), []byte(next))
 	for _, edited := range []bool{false, true} {
 		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": base}, mutate: func(c *Config) { c.NoWatch = true }})
-		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, nil, true)
+		c, _ := f.e.recordChange(f.e.local, "", "", protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: diff}, nil, true, nil)
 		f.e.cs.mu.Lock()
 		k := c.planned
 		f.e.cs.mu.Unlock()

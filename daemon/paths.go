@@ -64,3 +64,9 @@ func (w workspace) resolve(name string) (abs, rel string, err error) {
 func (w workspace) readFile(abs string) ([]byte, bool, error) {
 	return w.fs.ReadFile(abs)
 }
+
+// readFileInto is readFile into buf when it can hold the file
+// (diffapply.Workspace.ReadFileInto).
+func (w workspace) readFileInto(abs string, buf []byte) ([]byte, bool, error) {
+	return w.fs.ReadFileInto(abs, buf)
+}

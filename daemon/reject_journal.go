@@ -23,10 +23,16 @@ type target struct {
 
 // current reads the text the user sees of abs, preferring p's editor.
 func (e *Engine) current(p *Peer, abs string) (target, error) {
+	return e.currentInto(p, abs, nil)
+}
+
+// currentInto is current reading a file on disk into buf when buf can
+// hold it (an editor's buffer is never copied into it).
+func (e *Engine) currentInto(p *Peer, abs string, buf []byte) (target, error) {
 	if t, v, ed, ok := e.document(p, abs); ok {
 		return target{text: t, exists: true, open: true, version: v, ed: ed}, nil
 	}
-	b, exists, err := e.ws.readFile(abs)
+	b, exists, err := e.ws.readFileInto(abs, buf)
 	if err != nil {
 		return target{}, fmt.Errorf("read %s: %w", abs, err)
 	}

@@ -226,7 +226,7 @@ func encodeChanges(cs *changesState, hint int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode state: unexpected layout %.80q", head)
 	}
 	out := buf[:0]
-	if size := max(hint+hint/8, len(head)) + 64; cap(buf) < size {
+	if size := max(hint+hint/8, len(head), sizeOfChanges(cs)) + 64; cap(buf) < size {
 		out = make([]byte, 0, size)
 	}
 	out = append(out, head[:i]...)
@@ -238,6 +238,34 @@ func encodeChanges(cs *changesState, hint int, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, head[j+len(undo):]...), nil
+}
+
+// sizeOfChanges is about the size of cs's records encoded, for the first
+// save of records that the last encoding did not hold (an apply records
+// every file of its patch, then saves them all): a buffer grown by append
+// from the last size would be copied again and again (from 256 KiB, a
+// quarter more each time), all in fresh memory.
+func sizeOfChanges(cs *changesState) int {
+	n := 0
+	for _, c := range cs.Changes {
+		if c == nil {
+			continue
+		}
+		n += 512 + len(c.Diff) + len(c.Abs) + len(c.Path)
+		if c.Content != nil {
+			n += len(*c.Content)
+		}
+		for _, h := range c.Hunks {
+			n += 160 + len(h.ID) + len(h.Header) + len(h.Text) + len(h.Reason)
+		}
+	}
+	for _, r := range cs.Undo {
+		if r == nil {
+			continue
+		}
+		n += 512 + 2*len(r.Path) + 24*len(r.Prev) + 8*len(r.Hunks) + (len(r.Before.Inline)+len(r.After.Inline))*4/3
+	}
+	return n
 }
 
 // changesFromFile is the change store's part of the state file at path

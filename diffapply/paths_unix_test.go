@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -89,5 +90,42 @@ func TestReadsNeverBlockOnAFIFO(t *testing.T) {
 	}
 	if _, err := ReadRegularFile(fifo); !errors.Is(err, ErrUnsafePath) {
 		t.Errorf("ReadRegularFile: err = %v, want refused", err)
+	}
+}
+
+// TestReadFileInto: a file read into a buffer of another file's bytes
+// comes out whole and exact, whether the buffer is larger (reused: its
+// old bytes must not show) or too small (a buffer of its own); a missing
+// file is absent, and a FIFO is refused as ReadFile refuses it.
+func TestReadFileInto(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for name, text := range map[string]string{"short.txt": "a\nb\n", "long.txt": strings.Repeat("long line\n", 500)} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := OpenWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirty := []byte(strings.Repeat("x", 8000))
+	for _, name := range []string{"short.txt", "long.txt"} {
+		want, _ := os.ReadFile(filepath.Join(root, name))
+		for _, buf := range [][]byte{nil, dirty[:0], dirty[:10:10]} {
+			got, exists, err := ws.ReadFileInto(name, buf)
+			if err != nil || !exists || string(got) != string(want) {
+				t.Errorf("%s into a buffer of %d: %q, %v, %v; want %d bytes as on disk", name, cap(buf), got, exists, err, len(want))
+			}
+		}
+	}
+	if b, exists, err := ws.ReadFileInto("missing.txt", dirty); err != nil || exists || b != nil {
+		t.Errorf("missing file: %q, %v, %v; want absent", b, exists, err)
+	}
+	if _, _, err := ws.ReadFileInto("fifo", dirty); err == nil {
+		t.Error("a FIFO was read; want it refused")
 	}
 }
