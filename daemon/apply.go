@@ -442,7 +442,7 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 	// prepared, and a disk write lets go of it there (stageBefore): a
 	// patch of many large files does not hold them all until the save.
 	bs := e.cs.undoStage()
-	var scratch []byte
+	scratch := []byte{} // not nil: read into, with room to spare (ReadFileInto)
 	for _, id := range changeIDs {
 		st, err := e.prepareApply(p, id, nil, &scratch)
 		if err != nil {
@@ -737,8 +737,9 @@ func (e *Engine) applyPatch(ctx context.Context, dialogID string, chs iter.Seq[P
 	// a save per file rewrote the state file once per file.
 	held := 0 // bytes of diffs recorded since the last flushDiffs
 	var perr error
+	buf := []byte{} // each file is read into it (proposal)
 	for ch := range chs {
-		c, _, err := e.propose(ctx, dialogID, ch.Change, ch.Plan, true, views)
+		c, _, err := e.propose(ctx, dialogID, ch.Change, ch.Plan, true, views, &buf)
 		if err != nil {
 			perr = err
 			break

@@ -35,10 +35,8 @@ import (
 //
 // given (nil: none) is the caller's plan of src.Diff (PlannedChange.Plan).
 //
-// at (nil: none) is where the caller resolved src's paths already, just
-// before (propose refuses a path outside the workspace before recording):
-// each resolution walks the path's components.
-func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, given *diffapply.File, batch bool, at *resolved) (*changeRecord, string) {
+// pre (nil: none) is what propose has ready (proposal).
+func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Change, given *diffapply.File, batch bool, pre *proposal) (*changeRecord, string) {
 	id := e.cs.nextID()
 
 	c := &changeRecord{
@@ -59,8 +57,8 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	var violation string
 	var abs, rel, oldAbs, oldRel string
 	var err error
-	if at != nil {
-		abs, rel, oldAbs, oldRel = at.abs, at.rel, at.oldAbs, at.oldRel
+	if pre != nil {
+		abs, rel, oldAbs, oldRel = pre.abs, pre.rel, pre.oldAbs, pre.oldRel
 	} else {
 		abs, rel, err = e.ws.resolve(src.Path)
 		if err == nil && src.OldPath != "" {
@@ -84,7 +82,11 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	default:
 		c.Abs, c.Path = abs, rel
 		c.setRename(oldAbs, oldRel)
-		text, exists, err := e.userText(p, c.source())
+		var buf []byte
+		if pre != nil && pre.buf != nil {
+			buf, *pre.buf = *pre.buf, nil
+		}
+		text, exists, disk, err := e.userTextInto(p, c.source(), buf)
 		if err != nil {
 			c.Status, c.Reason = StatusConflict, err.Error()
 			break
@@ -98,8 +100,18 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 		if given != nil && exists && c.Kind == protocol.ChangeModify && c.OldAbs == "" && c.Content == nil && c.Diff == src.Diff {
 			c.given = given // plan takes it when text is what it was planned against
 		}
+		g := c.given
 		fp := e.plan(c, text, exists)
 		c.given = nil
+		if g != nil && fp != nil && fp.file == g {
+			// Planned by the caller against g.Before, which text equals
+			// byte for byte (plan checked): keep that copy, and read the
+			// next file into this one.
+			if disk && pre != nil && pre.buf != nil {
+				*pre.buf = text
+			}
+			text = g.Before
+		}
 		if batch {
 			c.planned = keepPlan(c, fp, text, exists)
 		}
@@ -125,7 +137,7 @@ func (c *changeRecord) setRename(oldAbs, oldRel string) {
 // refused with ErrOutsideWorkspace and nothing is recorded. dialogID may
 // be empty.
 func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Change) (*Change, error) {
-	_, v, err := e.propose(ctx, dialogID, ch, nil, false, true)
+	_, v, err := e.propose(ctx, dialogID, ch, nil, false, true, nil)
 	return v, err
 }
 
@@ -133,20 +145,22 @@ func (e *Engine) Propose(ctx context.Context, dialogID string, ch protocol.Chang
 // applies the change at once (recordChange). Without views the change is
 // not presented (nil is returned) unless an editor listens. given (nil:
 // none) is the caller's plan of ch.Diff (PlannedChange.Plan).
-func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, given *diffapply.File, batch, views bool) (*changeRecord, *Change, error) {
+//
+// buf (nil: none) is a buffer to read the file into (proposal).
+func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Change, given *diffapply.File, batch, views bool, buf *[]byte) (*changeRecord, *Change, error) {
 	p := e.peerOf(ctx)
-	var at resolved
+	pre := proposal{buf: buf}
 	var err error
-	if at.abs, at.rel, err = e.ws.resolve(ch.Path); err != nil {
+	if pre.abs, pre.rel, err = e.ws.resolve(ch.Path); err != nil {
 		return nil, nil, err
 	}
 	if ch.OldPath != "" {
-		if at.oldAbs, at.oldRel, err = e.ws.resolve(ch.OldPath); err != nil {
+		if pre.oldAbs, pre.oldRel, err = e.ws.resolve(ch.OldPath); err != nil {
 			return nil, nil, err
 		}
 	}
 	ch.AppliedUpstream = false
-	c, _ := e.recordChange(p, dialogID, "", ch, given, batch, &at)
+	c, _ := e.recordChange(p, dialogID, "", ch, given, batch, &pre)
 	if !views && !e.listened() {
 		return c, nil, nil
 	}
@@ -155,20 +169,34 @@ func (e *Engine) propose(ctx context.Context, dialogID string, ch protocol.Chang
 	return c, v, nil
 }
 
-// resolved is a change's paths as workspace.resolve gave them.
-type resolved struct{ abs, rel, oldAbs, oldRel string }
+// proposal is what propose has ready for recordChange: the change's
+// paths, resolved just before (propose refuses a path outside the
+// workspace before recording; each resolution walks the path's
+// components), and buf (nil: none), a buffer to read the file into,
+// set on return to one the record does not hold (or nil).
+type proposal struct {
+	abs, rel, oldAbs, oldRel string
+	buf                      *[]byte
+}
 
 // userText is the text the user sees of abs: the open buffer (p's editor
 // first, then any attached one), else the file on disk.
 func (e *Engine) userText(p *Peer, abs string) ([]byte, bool, error) {
+	b, exists, _, err := e.userTextInto(p, abs, nil)
+	return b, exists, err
+}
+
+// userTextInto is userText reading a file on disk into buf when buf can
+// hold it; disk reports that it did read the disk (not a buffer).
+func (e *Engine) userTextInto(p *Peer, abs string, buf []byte) (text []byte, exists, disk bool, err error) {
 	if t, _, _, ok := e.document(p, abs); ok {
-		return t, true, nil
+		return t, true, false, nil
 	}
-	b, exists, err := e.ws.readFile(abs)
+	b, exists, err := e.ws.readFileInto(abs, buf)
 	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", abs, err)
+		return nil, false, false, fmt.Errorf("read %s: %w", abs, err)
 	}
-	return b, exists, nil
+	return b, exists, true, nil
 }
 
 // plan (re)plans a proposal against text and sets its hunks, status and

@@ -241,7 +241,7 @@ func (w *Workspace) run(ctx context.Context, writes []Write, journalDir string, 
 	if err != nil {
 		return err
 	}
-	t := &txn{d: d, ws: w, hook: hook, m: manifest{Version: 2, Root: w.real, State: stateStaging}}
+	t := &txn{d: d, ws: w, hook: hook, m: manifest{Version: 2, Root: w.real, State: stateStaging}, scratch: []byte{}}
 	pre, err := t.prepare(writes)
 	if err != nil {
 		return err

@@ -241,7 +241,8 @@ func (w *Workspace) ReadFile(name string) ([]byte, bool, error) {
 // ReadFileInto is ReadFile reading into buf (overwriting its bytes) when
 // buf can hold the file, for a caller that reads file after file only to
 // compare them with what it holds: fresh memory for each is paid for in
-// page faults.
+// page faults. A buffer it makes for a non-nil buf too small has room to
+// spare for the next file.
 func (w *Workspace) ReadFileInto(name string, buf []byte) ([]byte, bool, error) {
 	_, rel, err := w.Confine(name)
 	if err != nil {
@@ -299,7 +300,10 @@ func readRegularInfo(d *os.Root, name string) ([]byte, fs.FileInfo, error) {
 }
 
 // readRegularInto is readRegularInfo reading into buf (overwriting its
-// bytes) when buf can hold the file.
+// bytes) when buf can hold the file. When it cannot, and buf is not nil
+// (the caller means to reuse what it returns), the new buffer has a
+// quarter more room, so that files of about one size (a patch's) do not
+// each need one of their own.
 func readRegularInto(d *os.Root, name string, buf []byte) ([]byte, fs.FileInfo, error) {
 	f, err := d.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -317,8 +321,11 @@ func readRegularInto(d *os.Root, name string, buf []byte) ([]byte, fs.FileInfo, 
 		return nil, nil, &PathError{Path: name, Rule: RuleNotRegular}
 	}
 	b := buf[:0]
-	if int64(cap(buf)) < fi.Size()+1 {
-		b = make([]byte, 0, fi.Size()+1)
+	if need := fi.Size() + 1; int64(cap(buf)) < need {
+		if buf != nil {
+			need += need / 4
+		}
+		b = make([]byte, 0, need)
 	}
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
