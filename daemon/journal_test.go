@@ -887,3 +887,55 @@ func TestApplyPlannedSeqTakesThePlanOnlyForItsText(t *testing.T) {
 		}
 	})
 }
+
+// TestPatchOfPlannedFilesReadsIntoOneBuffer: a patch of files of
+// different sizes, each handed with its plan, is read into one buffer
+// file after file (when recorded, and again when applied); each file's
+// kept text must still be its own. Each plan's result is altered to see
+// it taken (a text mixed up with another file's makes the engine plan
+// again, or refuse), and the undo that follows must restore every file's
+// bytes exactly (the journal keeps the kept text).
+func TestPatchOfPlannedFilesReadsIntoOneBuffer(t *testing.T) {
+	t.Parallel()
+	sizes := []int{40, 300, 10, 120, 301, 2}
+	files := map[string]string{}
+	var names []string
+	for i, n := range sizes {
+		name := fmt.Sprintf("f%d.txt", i)
+		names = append(names, name)
+		files[name] = bigFile(name, n)
+	}
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	ctx := context.Background()
+	_, err := f.e.ApplyPlannedSeq(ctx, "", func(yield func(PlannedChange, error) bool) {
+		for _, name := range names {
+			d := unifiedDiff(name, []byte(files[name]), []byte(editEvery(files[name], "x", 7)))
+			p, err := diffapply.Plan(t.TempDir(), []byte(d), diffapply.Options{Target: name, ReadFile: func(string) ([]byte, bool, error) {
+				return []byte(files[name]), true, nil
+			}})
+			if err != nil || len(p.Files) != 1 {
+				t.Fatalf("plan %s: %v", name, err)
+			}
+			p.Files[0].After = []byte("what the plan says for " + name + "\n")
+			if !yield(PlannedChange{Change: protocol.Change{Path: name, Kind: protocol.ChangeModify, Diff: d}, Plan: p.Files[0]}, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if got, want := f.read(name), "what the plan says for "+name+"\n"; got != want {
+			t.Errorf("%s is %.60q after the apply, want its plan's result %q", name, got, want)
+		}
+	}
+	if _, err := f.e.Undo(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if got := f.read(name); got != files[name] {
+			t.Errorf("%s after the undo is not its text before (%d bytes, want %d)", name, len(got), len(files[name]))
+		}
+	}
+}
