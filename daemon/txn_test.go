@@ -34,23 +34,8 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			names := []string{"a.txt", "sub/b.txt"}
-			before := map[string]string{"a.txt": "a one\na two\n", "sub/b.txt": "b one\nb two\n"}
-			after := map[string]string{"a.txt": "a one\na TWO\n", "sub/b.txt": "b ONE\nb two\n"}
-			f := newFixture(t, fixtureOpts{protocol: "v0", files: before, mutate: func(c *Config) { c.NoWatch = true }})
+			f, names, before, after, ids, statePath := appliedPair(t)
 			ctx := context.Background()
-			var chs []protocol.Change
-			for _, n := range names {
-				chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(before[n]), []byte(after[n]))})
-			}
-			ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			statePath := filepath.Join(f.e.StateDir(), "state.json")
-			if err := f.e.Close(); err != nil {
-				t.Fatal(err)
-			}
 
 			// Rewind state.json to its write-ahead save: the changes
 			// pending, their undo records pending, the commit's journal.
@@ -295,23 +280,8 @@ func TestRestartSettlesAnUndoCutShort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			names := []string{"a.txt", "sub/b.txt"}
-			before := map[string]string{"a.txt": "a one\na two\n", "sub/b.txt": "b one\nb two\n"}
-			after := map[string]string{"a.txt": "a one\na TWO\n", "sub/b.txt": "b ONE\nb two\n"}
-			f := newFixture(t, fixtureOpts{protocol: "v0", files: before, mutate: func(c *Config) { c.NoWatch = true }})
+			f, names, before, after, ids, statePath := appliedPair(t)
 			ctx := context.Background()
-			var chs []protocol.Change
-			for _, n := range names {
-				chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(before[n]), []byte(after[n]))})
-			}
-			ids, err := f.e.ApplyPatchIDs(ctx, "", chs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			statePath := filepath.Join(f.e.StateDir(), "state.json")
-			if err := f.e.Close(); err != nil {
-				t.Fatal(err)
-			}
 			// The state file as the undo's write-ahead save left it: the
 			// apply recorded, with the undo's journal.
 			b, err := os.ReadFile(statePath)
@@ -407,4 +377,29 @@ func TestRestartSettlesAnUndoCutShort(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appliedPair applies a patch of two files (a.txt, sub/b.txt) with the
+// engine of a new fixture and closes it, for the restart tests to rewind:
+// the fixture, the files, their texts before and after, the changes' ids
+// and the state file's path.
+func appliedPair(t *testing.T) (f *fixture, names []string, before, after map[string]string, ids []string, statePath string) {
+	t.Helper()
+	names = []string{"a.txt", "sub/b.txt"}
+	before = map[string]string{"a.txt": "a one\na two\n", "sub/b.txt": "b one\nb two\n"}
+	after = map[string]string{"a.txt": "a one\na TWO\n", "sub/b.txt": "b ONE\nb two\n"}
+	f = newFixture(t, fixtureOpts{protocol: "v0", files: before, mutate: func(c *Config) { c.NoWatch = true }})
+	var chs []protocol.Change
+	for _, n := range names {
+		chs = append(chs, protocol.Change{Path: n, Kind: protocol.ChangeModify, Diff: unifiedDiff(n, []byte(before[n]), []byte(after[n]))})
+	}
+	ids, err := f.e.ApplyPatchIDs(context.Background(), "", chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statePath = filepath.Join(f.e.StateDir(), "state.json")
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return f, names, before, after, ids, statePath
 }

@@ -3,7 +3,6 @@ package diffapply
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -135,13 +134,7 @@ func (a addedLine) equals(b []byte) bool {
 // takes for a final newline changing). It returns the edits and where
 // Before's lines start (off).
 func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
-	var ps []*job
-	for _, j := range f.jobs {
-		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
-			ps = append(ps, j)
-		}
-	}
-	slices.SortStableFunc(ps, func(a, b *job) int { return a.place.at - b.place.at })
+	ps := f.placed(ids)
 	l := f.lines
 	n := l.len()
 	// off[i] is where line i starts in Before; off[n] is its end.

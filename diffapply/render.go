@@ -22,7 +22,9 @@ func selected(ids []int, id int) bool { return ids == nil || slices.Contains(ids
 // renders consistently.
 func (f *File) Render(ids []int) []byte { return f.render(ids) }
 
-func (f *File) render(ids []int) []byte {
+// placed gives the matched hunks among ids (nil: all) in the order of
+// their places in Before.
+func (f *File) placed(ids []int) []*job {
 	var ps []*job
 	for _, j := range f.jobs {
 		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
@@ -30,6 +32,11 @@ func (f *File) render(ids []int) []byte {
 		}
 	}
 	slices.SortStableFunc(ps, func(a, b *job) int { return a.place.at - b.place.at })
+	return ps
+}
+
+func (f *File) render(ids []int) []byte {
+	ps := f.placed(ids)
 	l := f.lines
 	// Built in place, the size known up front: this runs for every file
 	// of every plan.
