@@ -403,3 +403,116 @@ func appliedPair(t *testing.T) (f *fixture, names []string, before, after map[st
 	}
 	return f, names, before, after, ids, statePath
 }
+
+// TestRestartSettlesAnUndoThatRemovesAFile: the undo of a patch that
+// changed a.txt and created new.txt removes new.txt (no temp file, no
+// rename). Its write-ahead record cut after new.txt was removed and before
+// a.txt's rename is rolled forward: both files restored, both changes
+// undone; with a.txt's temp file lost too, new.txt stays removed (its
+// change undone) and a.txt as applied (its change applied, and undone by
+// a second Undo). Never a change that says the opposite of its file.
+func TestRestartSettlesAnUndoThatRemovesAFile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		temp     bool // a.txt's temp file is there
+		aRestore bool // a.txt must end restored, its change undone
+	}{
+		{"new.txt removed, a.txt's temp file there", true, true},
+		{"new.txt removed, a.txt's temp file lost", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const aBefore, aAfter, created = "a one\na two\n", "a one\na TWO\n", "created\n"
+			f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": aBefore}, mutate: func(c *Config) { c.NoWatch = true }})
+			ctx := context.Background()
+			ids, err := f.e.ApplyPatchIDs(ctx, "", []protocol.Change{
+				{Path: "a.txt", Kind: protocol.ChangeModify, Diff: unifiedDiff("a.txt", []byte(aBefore), []byte(aAfter))},
+				{Path: "new.txt", Kind: protocol.ChangeCreate, Content: created, HasContent: true},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			statePath := filepath.Join(f.e.StateDir(), "state.json")
+			if err := f.e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(statePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st map[string]any
+			if err := json.Unmarshal(b, &st); err != nil {
+				t.Fatal(err)
+			}
+			realWS, err := filepath.EvalSymlinks(f.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs []any
+			for _, x := range st["undo"].([]any) {
+				seqs = append(seqs, x.(map[string]any)["seq"])
+			}
+			if len(seqs) != 2 {
+				t.Fatalf("the apply left %d undo records, want 2", len(seqs))
+			}
+			st["txn"] = map[string]any{"root": realWS, "undo": seqs, "action": "undo", "entries": []any{
+				map[string]any{"path": "a.txt", "temp": tempOf("a.txt"), "existed": true, "mode": 0o644,
+					"before": diffapply.Hash([]byte(aAfter)), "after": diffapply.Hash([]byte(aBefore))},
+				map[string]any{"path": "new.txt", "existed": true, "mode": 0o644,
+					"before": diffapply.Hash([]byte(created)), "after": diffapply.HashAbsent},
+			}}
+			if b, err = json.Marshal(st); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(statePath, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(f.path("new.txt")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.temp {
+				f.write(tempOf("a.txt"), aBefore)
+			}
+
+			f.e = f.open()
+			p := f.e.Attach(nil)
+			wantA, wantStatus := aAfter, StatusApplied
+			if tc.aRestore {
+				wantA, wantStatus = aBefore, StatusUndone
+			}
+			if got := f.read("a.txt"); got != wantA {
+				t.Errorf("a.txt after the restart holds %q, want %q", got, wantA)
+			}
+			if _, err := os.Stat(f.path("new.txt")); !os.IsNotExist(err) {
+				t.Errorf("new.txt is back after the restart (%v)", err)
+			}
+			if _, err := os.Stat(f.path(tempOf("a.txt"))); !os.IsNotExist(err) {
+				t.Errorf("the temp file of a.txt is left")
+			}
+			for i, want := range []string{wantStatus, StatusUndone} {
+				c, err := f.e.Change(ids[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Status != want {
+					t.Errorf("change %s (%s) is %s after the restart, want %s", ids[i], c.Path, c.Status, want)
+				}
+			}
+			if !tc.aRestore {
+				if _, err := f.e.Undo(WithPeer(ctx, p), ids[0]); err != nil {
+					t.Fatalf("undo of a.txt after the restart: %v", err)
+				}
+				if got := f.read("a.txt"); got != aBefore {
+					t.Errorf("undone after the restart, a.txt holds %q", got)
+				}
+			}
+			if _, err := f.e.ApplyChanges(WithPeer(ctx, p), ids); err != nil {
+				t.Fatalf("applying again after the restart: %v", err)
+			}
+			if f.read("a.txt") != aAfter || f.read("new.txt") != created {
+				t.Errorf("applied again, a.txt %q, new.txt %q", f.read("a.txt"), f.read("new.txt"))
+			}
+		})
+	}
+}
