@@ -845,6 +845,14 @@ func (t *txn) rollForward() error {
 			}
 			t.removeEmptyParents(path.Dir(e.Path))
 		case cur == e.Before && tempThere:
+			// The temp file must be complete: one cut short (a kill while
+			// it was written, a crash before it was synced) must not
+			// replace the target, whose bytes before would be lost.
+			if tb, ok, err := readRegular(t.d, e.Temp); err != nil || !ok || Hash(tb) != e.After {
+				removeTemp()
+				errs = append(errs, fmt.Errorf("%s was not written: its temp file %s does not hold its new text (cut short)", e.Path, e.Temp))
+				continue
+			}
 			if err := t.op("rename "+e.Path, func() error { return t.d.Rename(e.Temp, e.Path) }); err != nil {
 				errs = append(errs, fmt.Errorf("renaming over %s: %w", e.Path, err))
 				continue
@@ -1066,9 +1074,11 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 // process killed, the system crashed) after its log returned, from its
 // Journal j; before(i) gives entry i's bytes before the commit (the
 // caller journalled them). The commit renames only once every temp file
-// is synced, so a target found in its new state means that every temp
-// file was complete: the others are renamed over their targets (rolled
-// forward). With no target in its new state nothing was renamed: the
+// is synced, so a target found in its new state with its temp file gone
+// (renamed) means that every temp file was complete: the others are
+// renamed over their targets (rolled forward), each only if it holds its
+// new bytes. A target in its new state beside its temp file was written
+// by someone else and is no such sign. With no target in its new state nothing was renamed: the
 // temp files (and the directories made for them) are removed. Should a
 // target be neither renamed nor renameable (its temp file gone), the
 // targets already renamed get their bytes before back (rolled back), so
@@ -1089,10 +1099,18 @@ func (w *Workspace) settle(j *Journal, before func(i int) ([]byte, error), hook 
 	if t.d, err = w.dir(); err != nil {
 		return false, err
 	}
+	// A rename takes its temp file away: a target that holds its new
+	// bytes beside its temp file was given them by someone else, and says
+	// nothing of whether the temp files were complete.
 	begun := false
 	for _, e := range t.m.Entries {
 		if e.After == e.Before {
 			continue
+		}
+		if e.Temp != "" {
+			if _, err := t.d.Lstat(e.Temp); err == nil {
+				continue
+			}
 		}
 		cur, err := t.hashOf(e.Path)
 		if err == nil && cur == e.After {

@@ -226,3 +226,79 @@ func jsonString(t *testing.T, s string) string {
 	must(t, err)
 	return string(b)
 }
+
+// TestSettleRenamesNoTempCutShort: a logged commit cut short before its
+// first rename (killed while it wrote its temp files: run.sh's is left
+// half written), whose first target was then given its new text by
+// someone else (the user wrote the same text, or restored it from
+// version control), renamed nothing: Settle must not take that target
+// for a sign that the temp files were complete and rename run.sh's half
+// temp file over run.sh. The temps go, run.sh keeps its bytes before, and
+// a.txt keeps what was written there.
+func TestSettleRenamesNoTempCutShort(t *testing.T) {
+	root := t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	var logged []byte
+	_, killed, _ := runKilledAt(0, true, func(hook func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(step string) error {
+			if step == "rename a.txt" {
+				panic(errKilled{})
+			}
+			return nil
+		})
+	})
+	if !killed {
+		t.Fatal("the commit was not killed")
+	}
+	var j Journal
+	must(t, json.Unmarshal(logged, &j))
+	// What a kill in the middle of writing run.sh's temp file leaves.
+	must(t, os.Truncate(filepath.Join(root, filepath.FromSlash(j.Entries[1].Temp)), 3))
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a after\n"), 0o644))
+	written, _ := settleLogged(t, root, logged, before, nil)
+	if written {
+		t.Error("Settle says the commit's writes are in place; none was renamed")
+	}
+	got := snapshot(t, root)
+	if got["run.sh"] != before["run.sh"] {
+		t.Errorf("run.sh holds %q after Settle, want its bytes before %q", got["run.sh"], before["run.sh"])
+	}
+	if got["a.txt"] != "a after\n" || got["gone.txt"] != before["gone.txt"] {
+		t.Errorf("a.txt %q, gone.txt %q: want what was written there and the bytes before", got["a.txt"], got["gone.txt"])
+	}
+	if _, ok := got["new/dir/b.txt"]; ok {
+		t.Error("new/dir/b.txt created by a commit that renamed nothing")
+	}
+	noTemps(t, root, "settled")
+}
+
+// TestSettleRefusesATempNotItsNewText: a commit whose deletion is found
+// done (the file to delete gone, by someone else, while its temp files
+// were being written) is taken as begun; a temp file that does not hold
+// its target's new text is not renamed over the target, and the files end
+// as before.
+func TestSettleRefusesATempNotItsNewText(t *testing.T) {
+	root := t.TempDir()
+	writes, before, after := commitFixture(t, root)
+	var logged []byte
+	runKilledAt(0, true, func(hook func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(step string) error {
+			if step == "rename a.txt" {
+				panic(errKilled{})
+			}
+			return nil
+		})
+	})
+	var j Journal
+	must(t, json.Unmarshal(logged, &j))
+	must(t, os.Truncate(filepath.Join(root, filepath.FromSlash(j.Entries[1].Temp)), 3))
+	must(t, os.Remove(filepath.Join(root, "gone.txt")))
+	written, err := settleLogged(t, root, logged, before, nil)
+	if written || err == nil {
+		t.Errorf("Settle = %v, %v; want an error saying run.sh's temp file is not its new text", written, err)
+	}
+	if got := snapshot(t, root); got["run.sh"] != before["run.sh"] {
+		t.Errorf("run.sh holds %q after Settle (tree %s), want its bytes before", got["run.sh"], treeState(t, root, before, after))
+	}
+	noTemps(t, root, "settled")
+}
