@@ -27,10 +27,12 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 		renamed bool // a.txt was renamed over
 		temps   bool // the temp files not renamed are there
 		after   bool // the state the files must end in
+		edited  bool // every file renamed over, the last edited since
 	}{
-		{"journal saved, nothing renamed", false, true, false},
-		{"one file renamed", true, true, true},
-		{"one file renamed, the other's temp file lost", true, false, false},
+		{"journal saved, nothing renamed", false, true, false, false},
+		{"one file renamed", true, true, true, false},
+		{"one file renamed, the other's temp file lost", true, false, false, false},
+		{"every file renamed, one edited since", true, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -88,12 +90,16 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The files as the cut left them.
+			edited := names[len(names)-1]
 			for _, n := range names {
 				text := before[n]
-				if n == "a.txt" && tc.renamed {
+				if n == "a.txt" && tc.renamed || tc.edited {
 					text = after[n]
 				} else if tc.temps {
 					f.write(tempOf(n), after[n])
+				}
+				if tc.edited && n == edited {
+					text = "edited since\n"
 				}
 				f.write(n, text)
 			}
@@ -103,6 +109,15 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 			want := before
 			if tc.after {
 				want = after
+			}
+			if tc.edited {
+				// The commit was done: the files the user did not edit
+				// keep it, beside the one edited on its text.
+				want = map[string]string{}
+				for n, text := range after {
+					want[n] = text
+				}
+				want[edited] = "edited since\n"
 			}
 			for _, n := range names {
 				if got := f.read(n); got != want[n] {
@@ -124,9 +139,15 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if tc.edited && c.Path == edited {
+					continue // its file is in neither state: the user's
+				}
 				if c.Status != wantStatus {
 					t.Errorf("change %s (%s) is %s after the restart, want %s", id, c.Path, c.Status, wantStatus)
 				}
+			}
+			if tc.edited {
+				return
 			}
 			if tc.after {
 				if _, err := f.e.Undo(WithPeer(ctx, p), ""); err != nil {

@@ -816,14 +816,18 @@ func (t *txn) op(what string, f func() error) error {
 
 // rollForward finishes a committed transaction: each target still in its
 // old state gets its new one. Each step checks first, so running it again
-// after a kill continues where it stopped.
-func (t *txn) rollForward() error {
+// after a kill continues where it stopped. unfinished reports an error
+// about a target that may not have been written (Settle then rolls
+// back); the only other error is a target edited after its temp file was
+// renamed over it, which the commit had written.
+func (t *txn) rollForward() (unfinished bool, err error) {
 	var errs []error
 	var dirs []string
 	for _, e := range t.m.Entries {
 		cur, err := t.hashOf(e.Path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
+			unfinished = true
 			continue
 		}
 		tempThere := false
@@ -841,6 +845,7 @@ func (t *txn) rollForward() error {
 			err := t.op("remove "+e.Path, func() error { return t.d.Remove(e.Path) })
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("removing %s: %w", e.Path, err))
+				unfinished = true
 				continue
 			}
 			t.removeEmptyParents(path.Dir(e.Path))
@@ -851,20 +856,26 @@ func (t *txn) rollForward() error {
 			if tb, ok, err := readRegular(t.d, e.Temp); err != nil || !ok || Hash(tb) != e.After {
 				removeTemp()
 				errs = append(errs, fmt.Errorf("%s was not written: its temp file %s does not hold its new text (cut short)", e.Path, e.Temp))
+				unfinished = true
 				continue
 			}
 			if err := t.op("rename "+e.Path, func() error { return t.d.Rename(e.Temp, e.Path) }); err != nil {
 				errs = append(errs, fmt.Errorf("renaming over %s: %w", e.Path, err))
+				unfinished = true
 				continue
 			}
 		case cur == e.After:
 			removeTemp()
 		case cur == e.Before:
 			errs = append(errs, fmt.Errorf("%s was not written: its temp file %s is gone", e.Path, e.Temp))
+			unfinished = true
 			continue
 		default:
 			removeTemp()
 			errs = append(errs, fmt.Errorf("%s changed after the interrupted apply; left as it is", e.Path))
+			// A temp file renamed (gone) means the target was written,
+			// then edited. One still there, or a deletion, says nothing.
+			unfinished = unfinished || tempThere || e.Temp == ""
 			continue
 		}
 		if !slices.Contains(dirs, path.Dir(e.Path)) {
@@ -874,7 +885,7 @@ func (t *txn) rollForward() error {
 	for _, d := range dirs {
 		t.syncDir(d)
 	}
-	return errors.Join(errs...)
+	return unfinished, errors.Join(errs...)
 }
 
 // rollBack puts every target among the first touched entries that holds
@@ -1044,7 +1055,7 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	case stateStaging:
 		t.removeStaged()
 	case stateCommitted:
-		werr = t.rollForward()
+		_, werr = t.rollForward()
 		did = true
 	case stateAborting:
 		werr = t.rollBack(t.m.Touched, func(i int) ([]byte, error) {
@@ -1083,8 +1094,9 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 // target be neither renamed nor renameable (its temp file gone), the
 // targets already renamed get their bytes before back (rolled back), so
 // that the files end all before or all after the commit. A target found
-// in neither state was edited since: it is left alone and reported.
-// written reports whether the commit's writes are in place. Every step
+// in neither state was edited since: it is left alone and reported (and,
+// when its temp file is gone, renamed over it, the others are rolled
+// forward: the commit had written it). written reports whether the commit's writes are in place. Every step
 // looks at the file first, so Settle run again after a kill converges.
 func (w *Workspace) Settle(j *Journal, before func(i int) ([]byte, error)) (written bool, err error) {
 	return w.settle(j, before, nil)
@@ -1122,9 +1134,13 @@ func (w *Workspace) settle(j *Journal, before func(i int) ([]byte, error), hook 
 		t.removeStaged()
 		return false, nil
 	}
-	ferr := t.rollForward()
+	unfinished, ferr := t.rollForward()
 	if ferr == nil {
 		return true, nil
+	}
+	if !unfinished {
+		// Every target was written; some were edited since.
+		return true, ferr
 	}
 	// Some target could not get its new bytes: put every one that has
 	// them back, so that the files are not half written.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -299,6 +300,34 @@ func TestSettleRefusesATempNotItsNewText(t *testing.T) {
 	}
 	if got := snapshot(t, root); got["run.sh"] != before["run.sh"] {
 		t.Errorf("run.sh holds %q after Settle (tree %s), want its bytes before", got["run.sh"], treeState(t, root, before, after))
+	}
+	noTemps(t, root, "settled")
+}
+
+// TestSettleKeepsACommitDoneWhenAFileIsEditedSince: a logged commit cut
+// short after its last rename (before its caller recorded it), one of
+// whose files the user then edited, was done: every temp file is gone.
+// Settle leaves the edited file alone and reports it, and does not put
+// the other files back to their bytes before, which would leave the
+// user's edit (made on the commit's text) beside files without the
+// commit.
+func TestSettleKeepsACommitDoneWhenAFileIsEditedSince(t *testing.T) {
+	root := t.TempDir()
+	writes, before, after := commitFixture(t, root)
+	var logged []byte
+	must(t, loggedCommit(t, root, writes, &logged, nil))
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("a after, edited\n"), 0o644))
+	written, err := settleLogged(t, root, logged, before, nil)
+	if err == nil || !strings.Contains(err.Error(), "a.txt") {
+		t.Errorf("Settle's error = %v, want a.txt named as changed since", err)
+	}
+	if !written {
+		t.Error("Settle says the commit's writes are not in place")
+	}
+	want := maps.Clone(after)
+	want["a.txt"] = "a after, edited\n"
+	if got := snapshot(t, root); !maps.Equal(got, want) {
+		t.Errorf("tree after Settle %v, want %v", got, want)
 	}
 	noTemps(t, root, "settled")
 }
