@@ -820,7 +820,11 @@ func (t *txn) op(what string, f func() error) error {
 // about a target that may not have been written (Settle then rolls
 // back); the only other error is a target edited after its temp file was
 // renamed over it, which the commit had written.
-func (t *txn) rollForward() (unfinished bool, err error) {
+//
+// settling (Settle) keeps the temp file of a target edited since: should
+// Settle be killed before its roll back, the next one must still see that
+// this target was never renamed over (rollBack removes it last).
+func (t *txn) rollForward(settling bool) (unfinished bool, err error) {
 	var errs []error
 	var dirs []string
 	for _, e := range t.m.Entries {
@@ -871,7 +875,9 @@ func (t *txn) rollForward() (unfinished bool, err error) {
 			unfinished = true
 			continue
 		default:
-			removeTemp()
+			if !settling {
+				removeTemp()
+			}
 			errs = append(errs, fmt.Errorf("%s changed after the interrupted apply; left as it is", e.Path))
 			// A temp file renamed (gone) means the target was written,
 			// then edited. One still there, or a deletion, says nothing.
@@ -890,16 +896,13 @@ func (t *txn) rollForward() (unfinished bool, err error) {
 
 // rollBack puts every target among the first touched entries that holds
 // its new bytes back to its old ones (from backup) and removes every temp
-// file. Each step checks first, so running it again after a kill
+// file, last: until every target is back, a temp file still there says
+// (to a Settle run again after a kill) that its target was never renamed
+// over. Each step checks first, so running it again after a kill
 // continues where it stopped.
 func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
 	var errs []error
 	for i, e := range t.m.Entries {
-		if e.Temp != "" {
-			if _, err := t.d.Lstat(e.Temp); err == nil {
-				t.op("remove "+e.Temp, func() error { return t.d.Remove(e.Temp) })
-			}
-		}
 		if i >= touched {
 			if !e.Existed {
 				t.removeDirs(e.Dirs)
@@ -934,6 +937,23 @@ func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
 			}
 		}
 	}
+	for _, e := range t.m.Entries {
+		for _, tmp := range []string{e.Temp, restoreName(e)} {
+			if tmp == "" {
+				continue
+			}
+			if _, err := t.d.Lstat(tmp); err == nil {
+				t.op("remove "+tmp, func() error { return t.d.Remove(tmp) })
+			}
+		}
+	}
+	// The directories made for new files, once their temp files are gone
+	// (each only while empty: a file left there keeps its own).
+	for _, e := range t.m.Entries {
+		if !e.Existed {
+			t.removeDirs(e.Dirs)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -942,7 +962,7 @@ func (t *txn) rollBack(touched int, backup func(i int) ([]byte, error)) error {
 func (t *txn) restore(e journalEntry, old []byte) error {
 	tmp := e.Temp
 	if tmp == "" {
-		tmp = tempName(e.Path)
+		tmp = restoreName(e)
 	}
 	if err := t.mkdirs(path.Dir(e.Path)); err != nil {
 		return err
@@ -958,6 +978,16 @@ func (t *txn) restore(e journalEntry, old []byte) error {
 	}
 	t.syncDir(path.Dir(e.Path))
 	return nil
+}
+
+// restoreName is the temp file a target deleted by its commit is restored
+// through: one name, so that a roll back killed while it wrote it, and
+// run again, removes it ("" for an entry with a temp file of its own).
+func restoreName(e journalEntry) string {
+	if e.Temp != "" {
+		return ""
+	}
+	return path.Join(path.Dir(e.Path), "."+path.Base(e.Path)+".smith-restore")
 }
 
 // removeDirs removes directories a transaction created, deepest first,
@@ -1055,7 +1085,7 @@ func recoverTx(ws *Workspace, tx string, hook func(string) error) (did bool, err
 	case stateStaging:
 		t.removeStaged()
 	case stateCommitted:
-		_, werr = t.rollForward()
+		_, werr = t.rollForward(false)
 		did = true
 	case stateAborting:
 		werr = t.rollBack(t.m.Touched, func(i int) ([]byte, error) {
@@ -1134,7 +1164,7 @@ func (w *Workspace) settle(j *Journal, before func(i int) ([]byte, error), hook 
 		t.removeStaged()
 		return false, nil
 	}
-	unfinished, ferr := t.rollForward()
+	unfinished, ferr := t.rollForward(true)
 	if ferr == nil {
 		return true, nil
 	}

@@ -331,3 +331,45 @@ func TestSettleKeepsACommitDoneWhenAFileIsEditedSince(t *testing.T) {
 	}
 	noTemps(t, root, "settled")
 }
+
+// TestSettleKilledWithAFileEditedBeforeItsRename: a logged commit cut
+// short after its first rename, whose second file (not yet renamed over:
+// its temp file is there) the user then edited, is rolled back; a Settle
+// killed at any of its steps and run again still ends all before, with
+// the user's edit, never with the other files written beside the edit.
+func TestSettleKilledWithAFileEditedBeforeItsRename(t *testing.T) {
+	root := t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	var logged []byte
+	runKilledAt(0, true, func(hook func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(step string) error {
+			if step == "rename run.sh" {
+				panic(errKilled{})
+			}
+			return nil
+		})
+	})
+	must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\nedited\n"), 0o755))
+	want := maps.Clone(before)
+	want["run.sh"] = "#!/bin/sh\nedited\n"
+	for m := 1; ; m++ {
+		r2 := t.TempDir()
+		copyTree(t, root, r2)
+		j2 := strings.ReplaceAll(string(logged), jsonString(t, realPath(t, root)), jsonString(t, realPath(t, r2)))
+		steps, killed, _ := runKilledAt(m, true, func(hook func(string) error) error {
+			_, err := settleLogged(t, r2, []byte(j2), before, hook)
+			return err
+		})
+		written, err := settleLogged(t, r2, []byte(j2), before, nil)
+		if written {
+			t.Errorf("settle killed at %d (%v), then again: written (%v); want not written", m, steps, err)
+		}
+		if got := snapshot(t, r2); !maps.Equal(got, want) {
+			t.Errorf("settle killed at %d (%v), then again: tree %v, want %v", m, steps, got, want)
+		}
+		noTemps(t, r2, "settled")
+		if !killed {
+			break
+		}
+	}
+}
