@@ -215,6 +215,18 @@ type Change struct {
 	// It is filled when the change is read (Changes, Change, notifications)
 	// against the text the user sees then, and is not stored.
 	Diff string `json:"diff"`
+	// Restored is set only on the change Undo returns, when that undo
+	// took back more than one file (the writes of one apply are one undo
+	// group, such as every file of a smith apply): each file restored, with
+	// the change it belonged to, in the order they were written, so that
+	// a front can say all that the undo did without listing the changes.
+	Restored []RestoredFile `json:"restored,omitempty"`
+}
+
+// RestoredFile is one file an undo took back (Change.Restored).
+type RestoredFile struct {
+	ChangeID string `json:"changeId"`
+	Path     string `json:"path"` // relative to the workspace, slash-separated
 }
 
 // Hunk is one hunk of a Change. The ranges and the text are where the hunk

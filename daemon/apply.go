@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -611,6 +612,15 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 			continue
 		}
 		last = e.announce(r.ChangeID, ws[i])
+	}
+	if last != nil && len(recs) > 1 {
+		// A copy: the notification queued with last says no more than
+		// any change update.
+		c := *last
+		for _, r := range recs {
+			c.Restored = append(c.Restored, RestoredFile{ChangeID: r.ChangeID, Path: filepath.ToSlash(r.Rel)})
+		}
+		last = &c
 	}
 	return last, nil
 }

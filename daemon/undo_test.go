@@ -167,6 +167,13 @@ func TestStreamedUndoIsTheUndoHeld(t *testing.T) {
 		}
 		if runs[0].Last == nil || runs[0].Last.Status != StatusUndone || runs[0].Last.Path != "new.txt" {
 			t.Errorf("the undo returned %+v, want new.txt's change, undone", runs[0].Last)
+		} else if len(runs[0].Last.Restored) != 4 || runs[0].Last.Restored[3] != (RestoredFile{ChangeID: runs[0].Last.ID, Path: "new.txt"}) {
+			t.Errorf("the undo returned Restored %+v, want the patch's 4 files, new.txt's last", runs[0].Last.Restored)
+		}
+		for _, n := range runs[0].Notes {
+			if n.Change != nil && n.Change.Restored != nil {
+				t.Errorf("a notification of the undo carries Restored (only what Undo returns does): %+v", n.Change)
+			}
 		}
 		if d := cmp.Diff(runs[0], runs[1]); d != "" {
 			t.Errorf("listening %v: the streamed undo differs from the undo held (-held +streamed):\n%s", listening, d)

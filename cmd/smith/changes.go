@@ -139,13 +139,39 @@ changes reject, smith session reset or restore).`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(s.Err, "undid %s: %s restored; %s is now %s\n", c.ID, c.Path, c.ID, c.Status)
+				fmt.Fprintln(s.Err, undoneLine(c))
 				return nil
 			})
 		},
 	}
 	f.registerLocal(cmd)
 	return cmd
+}
+
+// undoneLine says what an undo took back: its change, or every change
+// and file of the group it undid (Change.Restored).
+func undoneLine(c *daemon.Change) string {
+	var ids, paths []string
+	for _, r := range c.Restored {
+		if !slices.Contains(ids, r.ChangeID) {
+			ids = append(ids, r.ChangeID)
+		}
+		paths = append(paths, r.Path)
+	}
+	if len(ids) < 2 {
+		return fmt.Sprintf("undid %s: %s restored; %s is now %s", c.ID, c.Path, c.ID, c.Status)
+	}
+	return fmt.Sprintf("undid %d changes applied together (%s): %s restored; they are now %s",
+		len(ids), listShort(ids), listShort(paths), c.Status)
+}
+
+// listShort joins items, eliding the middle of a long list.
+func listShort(items []string) string {
+	const most = 6
+	if len(items) > most {
+		return strings.Join(items[:most-2], ", ") + fmt.Sprintf(", … (%d more), ", len(items)-most+1) + items[len(items)-1]
+	}
+	return strings.Join(items, ", ")
 }
 
 func newStatusCmd(s *IOStreams) *cobra.Command {
