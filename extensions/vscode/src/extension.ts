@@ -5,7 +5,7 @@
 // file or computes a hunk.
 import * as vscode from 'vscode';
 import * as path from 'node:path';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { CloseAction, LanguageClient, type ErrorHandler, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { SmithSession, REVIEWABLE, hunkLine, errorMessage } from './session';
 import { ErrorCodes, type Change, type Dialog, type Hunk, type Status } from './protocol';
 import { advise, type Action } from './errors';
@@ -131,16 +131,31 @@ class SmithExtension {
     const upstream = cfg.get<string>('upstream', '').trim();
     const init: Record<string, unknown> = { autoApply: cfg.get<string>('applyMode', 'review') === 'auto' };
     if (upstream) init.upstream = upstream;
+    // A serve that refused to start (initialize answered with why, such as a state folder it
+    // cannot use) is not restarted: it would refuse again, and the user would get the same
+    // notification five times and "crashed 5 times". Once it has started, a serve that ends is
+    // restarted as the client does by default.
+    let running = false;
+    let defaults: ErrorHandler | undefined;
+    const errorHandler: ErrorHandler = {
+      error: (e, m, n) => defaults!.error(e, m, n),
+      closed: () => running ? defaults!.closed() : { action: CloseAction.DoNotRestart, handled: true },
+    };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.output,
       initializationOptions: init,
+      errorHandler,
+      // The failure is said once, by notify below, with the buttons that help.
+      initializationFailedHandler: () => false,
     };
     this.output.appendLine(`smith: starting ${bin} serve in ${folder ?? '(no folder)'}`);
     const client = new LanguageClient('smith', 'smith', serverOptions, clientOptions);
+    defaults = client.createDefaultErrorHandler();
     this.client = client;
     try {
       await client.start();
+      running = true;
     } catch (err) {
       this.statusError = 'smith serve did not start';
       this.renderStatus();

@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, type Frame, type Locator, type Page } from 'playwright-core';
+import { chromium, type Browser, type Frame, type Locator, type Page } from 'playwright-core';
 import { smithBin, startUpstream, workspace, until, MAIN_GO } from '../shared/smith';
 
 const root = path.resolve(__dirname, '../../..');
@@ -88,16 +88,26 @@ async function chatFrame(page: Page): Promise<Frame> {
   throw new Error('the chat view did not load');
 }
 
-test('code-server: chat, per-hunk review in the native diff editor, save, undo', { timeout: 240_000 }, async () => {
+/** A code-server workbench with the packaged extension, opened on dir in headless Chromium. */
+interface Workbench {
+  page: Page;
+  browser: Browser;
+  profile: string;
+  /** The last 4 000 characters code-server printed. */
+  log(): string;
+  /** Closes the browser and code-server; the profile (logs) is kept with keep. */
+  close(keep: boolean): Promise<void>;
+}
+
+// openWorkbench installs the .vsix in a fresh code-server profile with the test settings plus
+// settings, starts code-server on dir (env added to its environment, which the extension host
+// and so smith serve inherit) and opens it in headless Chromium with a wider side bar.
+async function openWorkbench(dir: string, settings: Record<string, unknown>, env: Record<string, string> = {}): Promise<Workbench> {
   assert.ok(fs.existsSync(vsix), `${vsix} is missing: run "npm run package" first`);
   assert.ok(fs.existsSync('/usr/bin/chromium'), '/usr/bin/chromium is missing: apt-get install chromium');
   const install = path.join(root, 'test', 'e2e', 'install-code-server.sh');
   const csDir = execFileSync('bash', [install], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop()!;
   const codeServer = path.join(csDir, 'bin', 'code-server');
-
-  const ws = workspace();
-  const file = path.join(ws.dir, 'main.go');
-  const up = await startUpstream(ws.dir, ['--protocol', 'v0']);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'smith-code-server-'));
   const userData = path.join(profile, 'data');
   const extDir = path.join(profile, 'extensions');
@@ -124,9 +134,7 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     'diffEditor.useInlineViewWhenSpaceIsLimited': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
     'workbench.auxiliaryBar.defaultVisibility': 'hidden',
-    'smith.path': smithBin(),
-    'smith.upstream': up.url,
-    'smith.applyMode': 'review',
+    ...settings,
   }, null, 2));
   execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extDir, '--install-extension', vsix], { stdio: 'inherit' });
 
@@ -134,19 +142,23 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
   let csLog = '';
   const cs: ChildProcess = spawn(codeServer, [
     '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', userData, '--extensions-dir', extDir,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', ws.dir,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', dir,
+  ], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   cs.stdout!.on('data', (d) => { csLog += d; });
   cs.stderr!.on('data', (d) => { csLog += d; });
-  let keep = !!process.env.SMITH_E2E_KEEP;
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
   });
+  const close = async (keep: boolean) => {
+    await browser.close();
+    cs.kill('SIGTERM');
+    if (!keep) fs.rmSync(profile, { recursive: true, force: true });
+  };
   try {
     await until('code-server listening', () => /HTTP server listening/.test(csLog), 60_000);
     const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws.dir)}`);
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dir)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
     // A wider side bar, so that the chat and the Changes tree's reasons are readable in the pictures.
     const sash = await page.locator('.part.sidebar').boundingBox();
@@ -157,6 +169,22 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
       await page.mouse.move(x + 170, sash.y + sash.height / 2, { steps: 5 });
       await page.mouse.up();
     }
+    return { page, browser, profile, log: () => csLog.slice(-4000), close };
+  } catch (err) {
+    console.error(`code-server log:\n${csLog.slice(-4000)}\nprofile (logs) kept in ${profile}`);
+    await close(true);
+    throw err;
+  }
+}
+
+test('code-server: chat, per-hunk review in the native diff editor, save, undo', { timeout: 240_000 }, async () => {
+  const ws = workspace();
+  const file = path.join(ws.dir, 'main.go');
+  const up = await startUpstream(ws.dir, ['--protocol', 'v0']);
+  const wb = await openWorkbench(ws.dir, { 'smith.path': smithBin(), 'smith.upstream': up.url, 'smith.applyMode': 'review' });
+  const { page, browser, profile } = wb;
+  let keep = !!process.env.SMITH_E2E_KEEP;
+  try {
 
     // Open main.go, then the chat view.
     await quickOpen(page, 'main.go');
@@ -276,14 +304,59 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
     for (const p of browser.contexts().flatMap((c) => c.pages())) {
       await p.screenshot({ path: path.join(shots, 'failure.png') }).catch(() => undefined);
     }
-    console.error(`code-server log:\n${csLog.slice(-4000)}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
+    console.error(`code-server log:\n${wb.log()}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
     keep = true;
     throw err;
   } finally {
-    await browser.close();
-    cs.kill('SIGTERM');
+    await wb.close(keep);
     await up.stop();
     ws.cleanup();
-    if (!keep) fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
+
+// A smith serve that cannot start (here: SMITH_STATE_DIR names a file) answers initialize with
+// why. The user gets that reason, naming the setting and the fix, and the extension does not
+// restart a serve that would only refuse again (before: five restarts, each notification
+// repeated, then "The smith server crashed 5 times in the last 3 minutes").
+test('code-server: a smith serve that refuses to start says why and is not restarted', { timeout: 180_000 }, async () => {
+  const ws = workspace();
+  const notADir = path.join(ws.dir, 'not-a-folder');
+  fs.writeFileSync(notADir, 'a file\n');
+  // smith.path runs smith through a script that counts its starts.
+  const starts = path.join(ws.dir, '..', 'serve-starts');
+  const counted = path.join(ws.dir, '..', 'smith-counted');
+  fs.writeFileSync(counted, `#!/bin/sh\necho "$*" >> '${starts}'\nexec '${smithBin()}' "$@"\n`, { mode: 0o755 });
+  const wb = await openWorkbench(ws.dir, { 'smith.path': counted }, { SMITH_STATE_DIR: notADir });
+  const { page, profile } = wb;
+  let keep = !!process.env.SMITH_E2E_KEEP;
+  try {
+    // Opening a file starts the extension, whose serve refuses initialize.
+    await quickOpen(page, 'main.go');
+    const toasts = page.locator('.notification-toast');
+    await toasts.filter({ hasText: 'cannot be used' }).first().waitFor({ timeout: 60_000 });
+    // Long enough for the language client's restarts (each after the refused serve has waited
+    // for the editor to let go, up to 5 s).
+    await page.waitForTimeout(12_000);
+    const started = fs.readFileSync(starts, 'utf8').trim().split('\n');
+    assert.deepEqual(started, ['serve'], 'smith serve started once, not restarted');
+    const texts = (await toasts.allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
+    const reasons = texts.filter((t) => t.includes('cannot be used'));
+    assert.ok(reasons.length >= 1, `a notification says why: ${JSON.stringify(texts)}`);
+    for (const r of reasons) {
+      assert.match(r, /state directory .*not-a-folder \(from SMITH_STATE_DIR\) cannot be used: .*not a directory; set SMITH_STATE_DIR to a directory/);
+    }
+    // Said once by each of its three sources (serve's showMessage, the language client's failed
+    // start, the extension's notification with its buttons), never again by a restarted serve.
+    assert.ok(reasons.length <= 3 && new Set(texts).size === texts.length, `no notification repeated: ${JSON.stringify(texts)}`);
+    assert.ok(!texts.some((t) => /crashed|will not be restarted/i.test(t)), `the serve is not restarted: ${JSON.stringify(texts)}`);
+    await page.screenshot({ path: path.join(shots, 'state-dir-refused.png') });
+  } catch (err) {
+    await page.screenshot({ path: path.join(shots, 'failure-state-dir.png') }).catch(() => undefined);
+    console.error(`code-server log:\n${wb.log()}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
+    keep = true;
+    throw err;
+  } finally {
+    await wb.close(keep);
+    ws.cleanup();
   }
 });
