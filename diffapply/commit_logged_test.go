@@ -169,18 +169,7 @@ func TestCommitLoggedKilledThenSettled(t *testing.T) {
 func TestSettleRollsBackWhenATempIsLost(t *testing.T) {
 	root := t.TempDir()
 	writes, before, after := commitFixture(t, root)
-	var logged []byte
-	_, killed, _ := runKilledAt(0, true, func(hook func(string) error) error {
-		return loggedCommit(t, root, writes, &logged, func(step string) error {
-			if step == "rename run.sh" {
-				panic(errKilled{})
-			}
-			return hook(step)
-		})
-	})
-	if !killed {
-		t.Fatal("the commit was not killed")
-	}
+	logged := killedAtStep(t, root, writes, "rename run.sh")
 	var j Journal
 	must(t, json.Unmarshal(logged, &j))
 	must(t, os.Remove(filepath.Join(root, filepath.FromSlash(j.Entries[1].Temp))))
@@ -199,15 +188,7 @@ func TestSettleRollsBackWhenATempIsLost(t *testing.T) {
 func TestSettleRefusesAnotherWorkspace(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
 	writes, before, _ := commitFixture(t, root)
-	var logged []byte
-	runKilledAt(0, true, func(hook func(string) error) error {
-		return loggedCommit(t, root, writes, &logged, func(step string) error {
-			if step == "rename run.sh" {
-				panic(errKilled{})
-			}
-			return nil
-		})
-	})
+	logged := killedAtStep(t, root, writes, "rename run.sh")
 	commitFixture(t, other)
 	if _, err := settleLogged(t, other, logged, before, nil); err == nil {
 		t.Error("Settle of another workspace's journal succeeded")
@@ -239,18 +220,7 @@ func jsonString(t *testing.T, s string) string {
 func TestSettleRenamesNoTempCutShort(t *testing.T) {
 	root := t.TempDir()
 	writes, before, _ := commitFixture(t, root)
-	var logged []byte
-	_, killed, _ := runKilledAt(0, true, func(hook func(string) error) error {
-		return loggedCommit(t, root, writes, &logged, func(step string) error {
-			if step == "rename a.txt" {
-				panic(errKilled{})
-			}
-			return nil
-		})
-	})
-	if !killed {
-		t.Fatal("the commit was not killed")
-	}
+	logged := killedAtStep(t, root, writes, "rename a.txt")
 	var j Journal
 	must(t, json.Unmarshal(logged, &j))
 	// What a kill in the middle of writing run.sh's temp file leaves.
@@ -281,15 +251,7 @@ func TestSettleRenamesNoTempCutShort(t *testing.T) {
 func TestSettleRefusesATempNotItsNewText(t *testing.T) {
 	root := t.TempDir()
 	writes, before, after := commitFixture(t, root)
-	var logged []byte
-	runKilledAt(0, true, func(hook func(string) error) error {
-		return loggedCommit(t, root, writes, &logged, func(step string) error {
-			if step == "rename a.txt" {
-				panic(errKilled{})
-			}
-			return nil
-		})
-	})
+	logged := killedAtStep(t, root, writes, "rename a.txt")
 	var j Journal
 	must(t, json.Unmarshal(logged, &j))
 	must(t, os.Truncate(filepath.Join(root, filepath.FromSlash(j.Entries[1].Temp)), 3))
@@ -340,15 +302,7 @@ func TestSettleKeepsACommitDoneWhenAFileIsEditedSince(t *testing.T) {
 func TestSettleKilledWithAFileEditedBeforeItsRename(t *testing.T) {
 	root := t.TempDir()
 	writes, before, _ := commitFixture(t, root)
-	var logged []byte
-	runKilledAt(0, true, func(hook func(string) error) error {
-		return loggedCommit(t, root, writes, &logged, func(step string) error {
-			if step == "rename run.sh" {
-				panic(errKilled{})
-			}
-			return nil
-		})
-	})
+	logged := killedAtStep(t, root, writes, "rename run.sh")
 	must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte("#!/bin/sh\nedited\n"), 0o755))
 	want := maps.Clone(before)
 	want["run.sh"] = "#!/bin/sh\nedited\n"
@@ -372,4 +326,23 @@ func TestSettleKilledWithAFileEditedBeforeItsRename(t *testing.T) {
 			break
 		}
 	}
+}
+
+// killedAtStep runs a logged commit of writes in root until the step
+// named step, where it is killed, and returns the journal it logged.
+func killedAtStep(t *testing.T, root string, writes []Write, step string) []byte {
+	t.Helper()
+	var logged []byte
+	_, killed, _ := runKilledAt(0, true, func(func(string) error) error {
+		return loggedCommit(t, root, writes, &logged, func(s string) error {
+			if s == step {
+				panic(errKilled{})
+			}
+			return nil
+		})
+	})
+	if !killed {
+		t.Fatalf("the commit was not killed at %q", step)
+	}
+	return logged
 }
