@@ -27,6 +27,17 @@ func bigFile(name string, n int) string {
 	return b.String()
 }
 
+// bigFilesFixture is a fixture (v0, no watcher) whose workspace holds
+// names, each a bigFile of lines lines, which it returns by name.
+func bigFilesFixture(t *testing.T, lines int, names []string) (*fixture, map[string]string) {
+	t.Helper()
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = bigFile(n, lines)
+	}
+	return newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }}), files
+}
+
 // editEvery changes every step-th line of text, marking it with tag.
 func editEvery(text, tag string, step int) string {
 	lines := strings.SplitAfter(text, "\n")
@@ -67,11 +78,7 @@ func blobFiles(t *testing.T, dir string) []string {
 func TestApplyPatchKeepsDiffsOutOfTheStateFile(t *testing.T) {
 	t.Parallel()
 	names := []string{"a.txt", "sub/b.txt", "sub/c.txt"}
-	orig := map[string]string{}
-	for _, n := range names {
-		orig[n] = bigFile(n, 600)
-	}
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	f, orig := bigFilesFixture(t, 600, names)
 	ctx := context.Background()
 	stateFile := filepath.Join(f.e.StateDir(), "state.json")
 
@@ -426,11 +433,7 @@ func TestKeptPlanIsTrimmed(t *testing.T) {
 func TestApplyPatchIDsHoldsEachDiffOnce(t *testing.T) {
 	t.Parallel()
 	names := []string{"a.txt", "sub/b.txt"}
-	files := map[string]string{}
-	for _, n := range names {
-		files[n] = bigFile(n, 600)
-	}
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	f, files := bigFilesFixture(t, 600, names)
 	ctx := context.Background()
 	var chs []protocol.Change
 	diffs := map[string]string{}
@@ -519,11 +522,7 @@ func TestWriteWithoutTheTextBeforeIsGuarded(t *testing.T) {
 func TestLargePatchFlushesItsDiffsWhileRecording(t *testing.T) {
 	t.Parallel()
 	names := []string{"a.txt", "sub/b.txt", "sub/c.txt"}
-	orig := map[string]string{}
-	for _, n := range names {
-		orig[n] = bigFile(n, 600)
-	}
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: orig, mutate: func(c *Config) { c.NoWatch = true }})
+	f, orig := bigFilesFixture(t, 600, names)
 	f.e.flushDiffsAt = 1
 	ctx := context.Background()
 	patch := func(tag string, broken string) ([]protocol.Change, map[string]string, map[string]string) {
@@ -731,11 +730,7 @@ func TestBlobStageWritesAsItStages(t *testing.T) {
 func TestFailedPatchLeavesNoPackBehind(t *testing.T) {
 	t.Parallel()
 	names := []string{"a.txt", "b.txt", "c.txt"}
-	files := map[string]string{}
-	for _, n := range names {
-		files[n] = bigFile(n, 600)
-	}
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	f, files := bigFilesFixture(t, 600, names)
 	var chs []protocol.Change
 	for _, n := range names {
 		base := files[n]
@@ -777,11 +772,7 @@ func TestFailedPatchLeavesNoPackBehind(t *testing.T) {
 func TestApplyPatchSeqTakesOneAtATime(t *testing.T) {
 	t.Parallel()
 	names := []string{"a.txt", "b.txt", "c.txt"}
-	files := map[string]string{}
-	for _, n := range names {
-		files[n] = bigFile(n, 300)
-	}
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: files, mutate: func(c *Config) { c.NoWatch = true }})
+	f, files := bigFilesFixture(t, 300, names)
 	ctx := context.Background()
 	recorded := func() int {
 		f.e.cs.mu.Lock()
