@@ -31,14 +31,7 @@ func TestRestartSettlesAWriteKilledBeforeItsStatus(t *testing.T) {
 	}
 	// Rewind state.json to the moment of the kill.
 	statePath := filepath.Join(dir, "state.json")
-	b, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := readStateJSON(t, statePath)
 	for _, x := range st["changes"].([]any) {
 		ch := x.(map[string]any)
 		if ch["id"] != c.ID {
@@ -51,7 +44,8 @@ func TestRestartSettlesAWriteKilledBeforeItsStatus(t *testing.T) {
 	}
 	undo := st["undo"].([]any)
 	undo[len(undo)-1].(map[string]any)["state"] = undoPending
-	if b, err = json.Marshal(st); err != nil {
+	b, err := json.Marshal(st)
+	if err != nil {
 		t.Fatal(err)
 	}
 	leftovers := map[string]string{

@@ -83,12 +83,7 @@ func TestRestartSettlesAnApplyCutShort(t *testing.T) {
 			}
 			tx["entries"], tx["undo"] = entries, seqs
 			st["txn"] = tx
-			if b, err = json.Marshal(st); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(statePath, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeStateJSON(t, statePath, st)
 			// The files as the cut left them.
 			edited := names[len(names)-1]
 			for _, n := range names {
@@ -305,14 +300,7 @@ func TestRestartSettlesAnUndoCutShort(t *testing.T) {
 			ctx := context.Background()
 			// The state file as the undo's write-ahead save left it: the
 			// apply recorded, with the undo's journal.
-			b, err := os.ReadFile(statePath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st map[string]any
-			if err := json.Unmarshal(b, &st); err != nil {
-				t.Fatal(err)
-			}
+			st := readStateJSON(t, statePath)
 			realWS, err := filepath.EvalSymlinks(f.ws)
 			if err != nil {
 				t.Fatal(err)
@@ -331,12 +319,7 @@ func TestRestartSettlesAnUndoCutShort(t *testing.T) {
 				})
 			}
 			st["txn"] = map[string]any{"root": realWS, "entries": entries, "undo": seqs, "action": "undo"}
-			if b, err = json.Marshal(st); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(statePath, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeStateJSON(t, statePath, st)
 			for i, n := range names {
 				if tc.restored[i] {
 					f.write(n, before[n])
@@ -458,14 +441,7 @@ func TestRestartSettlesAnUndoThatRemovesAFile(t *testing.T) {
 			if err := f.e.Close(); err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(statePath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var st map[string]any
-			if err := json.Unmarshal(b, &st); err != nil {
-				t.Fatal(err)
-			}
+			st := readStateJSON(t, statePath)
 			realWS, err := filepath.EvalSymlinks(f.ws)
 			if err != nil {
 				t.Fatal(err)
@@ -483,12 +459,7 @@ func TestRestartSettlesAnUndoThatRemovesAFile(t *testing.T) {
 				map[string]any{"path": "new.txt", "existed": true, "mode": 0o644,
 					"before": diffapply.Hash([]byte(created)), "after": diffapply.HashAbsent},
 			}}
-			if b, err = json.Marshal(st); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(statePath, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeStateJSON(t, statePath, st)
 			if err := os.Remove(f.path("new.txt")); err != nil {
 				t.Fatal(err)
 			}
@@ -535,5 +506,33 @@ func TestRestartSettlesAnUndoThatRemovesAFile(t *testing.T) {
 				t.Errorf("applied again, a.txt %q, new.txt %q", f.read("a.txt"), f.read("new.txt"))
 			}
 		})
+	}
+}
+
+// readStateJSON reads the state file at path as plain JSON, for a test to
+// rewind it to a moment of a cut.
+func readStateJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// writeStateJSON writes st (readStateJSON's, rewound) to the state file
+// at path.
+func writeStateJSON(t *testing.T, path string, st map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
