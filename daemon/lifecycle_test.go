@@ -147,12 +147,8 @@ func TestUpstreamErrorsAreTheEngines(t *testing.T) {
 // decision on a hunk it did not write.
 func TestUndoKeepsALaterReject(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	f, c := twoHunkChange(t)
 	ctx := context.Background()
-	c, err := f.e.Propose(ctx, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(c.Hunks) != 2 {
 		t.Fatalf("proposed change has %d hunks, want 2", len(c.Hunks))
 	}
@@ -187,12 +183,8 @@ func TestUndoKeepsALaterReject(t *testing.T) {
 // applied, h1 pending), not to an "undone" change whose file holds h2.
 func TestUndoOfAPartialApplyReopensTheChange(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	f, c := twoHunkChange(t)
 	ctx := context.Background()
-	c, err := f.e.Propose(ctx, "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	statuses := func() string {
 		t.Helper()
 		got, err := f.e.Change(c.ID)
@@ -258,4 +250,16 @@ func TestUnusableStateDirSaysWhatToDo(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+}
+
+// twoHunkChange is a fixture (v0, no watcher) whose f.txt (twentyLines)
+// has a change proposed with two hunks: l3 and l15 capitalised.
+func twoHunkChange(t *testing.T) (*fixture, *Change) {
+	t.Helper()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"f.txt": twentyLines()}, mutate: func(c *Config) { c.NoWatch = true }})
+	c, err := f.e.Propose(context.Background(), "", protocol.Change{Path: "f.txt", Diff: "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -14,3 +14,3 @@\n l14\n-l15\n+L15\n l16\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c
 }
