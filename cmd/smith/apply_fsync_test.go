@@ -20,11 +20,7 @@ import (
 // in, the state file that says the write happened. No pack, no journal
 // folder, nothing else.
 func TestApplyFsyncs(t *testing.T) {
-	strace := straceOrSkip(t)
-	smith, err := exec.LookPath("smith") // the test binary as smith (TestMain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	strace, smith := straceOrSkip(t)
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, "pkg"), 0o755); err != nil {

@@ -16,8 +16,8 @@ import (
 )
 
 // straceOrSkip returns strace's path, or skips when it is missing or
-// cannot trace here.
-func straceOrSkip(t *testing.T) string {
+// cannot trace here, and the path of the test binary as smith (TestMain).
+func straceOrSkip(t *testing.T) (strace, smith string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs smith under strace many times")
@@ -29,7 +29,21 @@ func straceOrSkip(t *testing.T) string {
 	if out, err := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "true").CombinedOutput(); err != nil {
 		t.Skipf("strace cannot trace here: %v %s", err, out)
 	}
-	return strace
+	if smith, err = exec.LookPath("smith"); err != nil { // the test binary as smith (TestMain)
+		t.Fatal(err)
+	}
+	return strace, smith
+}
+
+// runIn returns a runner of commands in dir with env, which gives their
+// combined output.
+func runIn(dir string, env []string) func(name string, args ...string) (string, error) {
+	return func(name string, args ...string) (string, error) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
 }
 
 // TestApplyKilledAtEachStepRecovers is issue 16's reproduction: strace
@@ -40,11 +54,7 @@ func straceOrSkip(t *testing.T) string {
 // were journalled first), and a second --recover and an unrelated apply
 // must not be blocked.
 func TestApplyKilledAtEachStepRecovers(t *testing.T) {
-	strace := straceOrSkip(t)
-	smith, err := exec.LookPath("smith") // the test binary as smith (TestMain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	strace, smith := straceOrSkip(t)
 	const files = 50 // the issue used 200; 50 shows the same and runs faster
 	type kill struct {
 		calls string
@@ -87,12 +97,7 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(base, "state"), "NO_COLOR=1")
-			run := func(name string, args ...string) (string, error) {
-				cmd := exec.Command(name, args...)
-				cmd.Dir, cmd.Env = ws, env
-				out, err := cmd.CombinedOutput()
-				return string(out), err
-			}
+			run := runIn(ws, env)
 			run(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace="+calls, "-e", fmt.Sprintf("inject=%s:signal=KILL:when=%d", calls, when), smith, "apply", patch)
 			for i := range 2 {
 				if out, err := run(smith, "apply", "--recover"); err != nil {
@@ -146,11 +151,7 @@ func TestApplyKilledAtEachStepRecovers(t *testing.T) {
 // its new text (it listed it as stale), pending when it holds the old, and
 // leave no temp file in the workspace or the state folder.
 func TestChatKilledAtEachRenameSettles(t *testing.T) {
-	strace := straceOrSkip(t)
-	smith, err := exec.LookPath("smith")
-	if err != nil {
-		t.Fatal(err)
-	}
+	strace, smith := straceOrSkip(t)
 	const calc = "package calc\n\n// total adds xs up.\nfunc total(xs []int) int {\n\treturn 0\n}\n"
 	const calls = "renameat,renameat2,rename"
 	for k := 1; k <= 12; k++ {
@@ -169,12 +170,7 @@ func TestChatKilledAtEachRenameSettles(t *testing.T) {
 		srv := httptest.NewServer(up.Handler())
 		state := filepath.Join(base, "state")
 		env := append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+base, "NO_COLOR=1")
-		run := func(name string, args ...string) (string, error) {
-			cmd := exec.Command(name, args...)
-			cmd.Dir, cmd.Env = ws, env
-			out, err := cmd.CombinedOutput()
-			return string(out), err
-		}
+		run := runIn(ws, env)
 		_, killErr := run(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace="+calls, "-e", fmt.Sprintf("inject=%s:signal=KILL:when=%d", calls, k),
 			smith, "chat", "--upstream", srv.URL, "--yes", "rename total to subtotal in calc.go")
 		out, err := run(smith, "changes")

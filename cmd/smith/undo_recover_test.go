@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,11 +22,7 @@ import (
 // when they were restored (an undo that happened), applied when not, and
 // then a second undo must take them back.
 func TestUndoKilledAtEachRenameSettles(t *testing.T) {
-	strace := straceOrSkip(t)
-	smith, err := exec.LookPath("smith") // the test binary as smith (TestMain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	strace, smith := straceOrSkip(t)
 	names := []string{"a.txt", "b.txt", "sub/c.txt", "big.txt"}
 	old := map[string]string{}
 	applied := map[string]string{}
@@ -83,12 +78,7 @@ func TestUndoKilledAtEachRenameSettles(t *testing.T) {
 		}
 		state := filepath.Join(base, "state")
 		env := append(os.Environ(), "XDG_STATE_HOME="+state, "HOME="+base, "NO_COLOR=1")
-		run := func(name string, args ...string) (string, error) {
-			cmd := exec.Command(name, args...)
-			cmd.Dir, cmd.Env = ws, env
-			out, err := cmd.CombinedOutput()
-			return string(out), err
-		}
+		run := runIn(ws, env)
 		if out, err := run(smith, "apply", patch); err != nil {
 			t.Fatalf("%s %d: apply: %v\n%s", calls, k, err, out)
 		}
