@@ -44,9 +44,15 @@ type fileWrite struct {
 	beforeFrom func() ([]byte, error)
 }
 
+// nextStreamed reports whether what w writes is not held but given by
+// nextFrom when the commit writes it (its hash in nextHash).
+func (w *fileWrite) nextStreamed() bool {
+	return w.nextExists && w.next == nil && w.nextFrom != nil
+}
+
 // nextContentHash is contentHash of what w writes.
 func (w *fileWrite) nextContentHash() string {
-	if w.next == nil && w.nextFrom != nil && w.nextExists {
+	if w.nextStreamed() {
 		return w.nextHash
 	}
 	return contentHash(w.next, w.nextExists)
@@ -213,7 +219,7 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 		// there to roll back.
 		dw.Before = func() ([]byte, error) { return e.store.getBlob(ref) }
 	}
-	if w.nextExists && w.next == nil && w.nextFrom != nil {
+	if w.nextStreamed() {
 		dw.ContentFrom, dw.ContentHash = w.nextFrom, diffapply.HashOfDigest(w.nextHash)
 	} else if w.nextExists {
 		dw.Content = w.next
