@@ -578,8 +578,8 @@ func (e *Engine) Undo(ctx context.Context, changeID string) (*Change, error) {
 	}
 	// The texts of large files smith wrote, kept while the undo may roll
 	// back (undoWrite).
-	spare := &spareFile{dir: e.store.dir}
-	defer spare.close()
+	spare := newSpareFile(e.store.dir)
+	defer spare.Close()
 	var ws []*fileWrite
 	for _, r := range recs {
 		w, err := e.undoWrite(p, r, spare)

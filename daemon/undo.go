@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/internal/spool"
 )
 
 // undoWrite is the write that takes r back, refused with ErrConflict when
@@ -17,7 +17,7 @@ import (
 // it writes the file (nextFrom), and to roll back takes the text smith
 // wrote from spare, where it goes meanwhile (the journal holds only its
 // hash). An undo of many large files then holds one at a time.
-func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare *spareFile) (*fileWrite, error) {
+func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare spareFile) (*fileWrite, error) {
 	tg, err := e.current(p, r.Path)
 	if err != nil {
 		return nil, err
@@ -76,53 +76,29 @@ func (e journalError) Error() string { return e.err.Error() }
 func (e journalError) Unwrap() error { return e.err }
 
 // spareFile keeps texts an undo replaces while the disk commit may roll
-// back: an unlinked temporary file in the state folder, so that it is
-// never synced and nothing is left of it once the undo ends, whichever
-// way (a process killed during the commit leaves its journal, which rolls
-// forward or back from backups of its own).
-type spareFile struct {
-	dir      string
-	f        *os.File
-	size     int64
-	unlinked bool
-}
+// back, in a spool (an unlinked temporary file) in the state folder: never
+// synced, and nothing is left of it once the undo ends, whichever way (a
+// process killed during the commit leaves its journal, which rolls forward
+// or back from backups of its own). Its temp file is named like
+// writeAtomic's, which removeTemps deletes should the process die before
+// it is unlinked.
+type spareFile struct{ *spool.File }
 
-// put appends b and returns a way to read it back.
-func (s *spareFile) put(b []byte) (func() ([]byte, error), error) {
-	if s.f == nil {
-		// Named like writeAtomic's temp files, which removeTemps deletes
-		// should the process die before it is unlinked.
-		f, err := os.CreateTemp(s.dir, ".tmp-undo-*")
-		if err != nil {
-			return nil, err
-		}
-		s.f, s.unlinked = f, os.Remove(f.Name()) == nil
-	}
-	off := s.size
-	if _, err := s.f.WriteAt(b, off); err != nil {
+func newSpareFile(dir string) spareFile { return spareFile{spool.New(dir, ".tmp-undo-*")} }
+
+// put keeps b and returns a way to read it back.
+func (s spareFile) put(b []byte) (func() ([]byte, error), error) {
+	r, err := s.Put(b)
+	if err != nil {
 		return nil, err
 	}
-	s.size += int64(len(b))
-	f, n := s.f, int64(len(b))
 	return func() ([]byte, error) {
-		out := make([]byte, n)
-		if _, err := f.ReadAt(out, off); err != nil {
+		b, err := s.Read(r)
+		if err != nil {
 			return nil, fmt.Errorf("read back the text smith wrote: %w", err)
 		}
-		return out, nil
+		return b, nil
 	}, nil
-}
-
-// close lets the texts go.
-func (s *spareFile) close() {
-	if s.f == nil {
-		return
-	}
-	s.f.Close()
-	if !s.unlinked {
-		os.Remove(s.f.Name()) // a system that does not remove an open file
-	}
-	s.f = nil
 }
 
 // undoLogged writes an undo that goes to disk only, with the same single

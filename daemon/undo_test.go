@@ -259,8 +259,8 @@ func TestUndoWriteOfALargeFileHoldsNoText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spare := &spareFile{dir: f.e.StateDir()}
-	defer spare.close()
+	spare := newSpareFile(f.e.StateDir())
+	defer spare.Close()
 	seen := 0
 	for _, r := range recs {
 		w, err := f.e.undoWrite(f.e.local, r, spare)
@@ -303,7 +303,7 @@ func TestUndoWriteOfALargeFileHoldsNoText(t *testing.T) {
 	if seen != 3 {
 		t.Fatalf("%d large files among the undo's writes, want 3", seen)
 	}
-	spare.close()
+	spare.Close()
 	if left := stateLeft(t, f); len(left) != 0 {
 		t.Errorf("the spare file left %v in the state folder", left)
 	}

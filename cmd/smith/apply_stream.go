@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/internal/spool"
 )
 
 // streamedApply is what smith apply keeps of a plan streamed with
@@ -34,12 +35,9 @@ type streamedApply struct {
 	// (spool, at spooled) until the engine asks for each: together they
 	// can be twice the diff (go-udiff's diff of a large file rewrites
 	// most of it), and the engine needs one at a time.
-	spool   *os.File
-	spooled map[*diffapply.File]spoolRange
+	spool   *spool.File
+	spooled map[*diffapply.File]spool.Range
 }
-
-// spoolRange is where a file's as-applied diff is in the spool.
-type spoolRange struct{ off, n int64 }
 
 // spoolDiffsFrom is the diff size from which the as-applied diffs are
 // spooled (streamedApply.spool): the size from which the diff itself is
@@ -51,9 +49,9 @@ const spoolDiffsFrom = spillAt
 // what it held is let go).
 func (sa *streamedApply) asApplied(f *diffapply.File) asAppliedDiff {
 	if r, ok := sa.spooled[f]; ok {
-		return asAppliedDiff{size: r.n, text: func() (string, *diffapply.File, error) {
-			b := make([]byte, r.n)
-			if _, err := sa.spool.ReadAt(b, r.off); err != nil {
+		return asAppliedDiff{size: r.Len(), text: func() (string, *diffapply.File, error) {
+			b, err := sa.spool.Read(r)
+			if err != nil {
 				return "", nil, fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
 			}
 			return string(b), nil, nil
@@ -94,14 +92,10 @@ const planBudget = 8 << 20
 // planStreamed plans diff file by file, keeping each file's as-applied
 // diff as keep says; lim (nil: none) learns of each file.
 func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
-	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, unfaithful: map[*diffapply.File]bool{}, spooled: map[*diffapply.File]spoolRange{}}
+	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, unfaithful: map[*diffapply.File]bool{}, spooled: map[*diffapply.File]spool.Range{}}
 	withDiffs := keep != noDiffs
-	spoolAt := int64(0)
 	if keep == diffsSpooled {
-		if f, err := os.CreateTemp("", "smith-apply-*.diffs"); err == nil {
-			os.Remove(f.Name()) // nothing to clean up, whatever happens
-			sa.spool = f
-		} // else they are held in memory, as for a smaller diff
+		sa.spool = spool.New("", "smith-apply-*.diffs")
 	}
 	var files []*diffapply.File
 	var bad []*diffapply.Hunk
@@ -128,11 +122,11 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			// more memory than the 3x bound of issue #17 allows
 			// (docs/benchmarks.md, "smith apply (target 3)").
 			diff := f.Diff(ids)
-			if n, err := sa.spool.WriteAt([]byte(diff), spoolAt); err != nil {
-				sa.diffs[d] = diff // the temporary file is full: held in memory after all
+			if r, err := sa.spool.Put([]byte(diff)); err != nil {
+				// No temporary file, or a full one: held in memory after all.
+				sa.diffs[d] = diff
 			} else {
-				sa.spooled[d] = spoolRange{spoolAt, int64(n)}
-				spoolAt += int64(n)
+				sa.spooled[d] = r
 			}
 		default:
 			// A plan holds its file's texts before and after, with their
