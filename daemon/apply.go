@@ -647,42 +647,6 @@ func (e *Engine) ApplyPatch(ctx context.Context, dialogID string, chs []protocol
 	return out, err
 }
 
-// ApplyPatchIDs is ApplyPatch for a caller that reports the result itself
-// (smith apply): it returns the recorded changes' ids, not their views, so
-// that the changes are not planned again just to present them. Attached
-// editors are still told.
-//
-// It takes chs: each entry is cleared once its change is recorded, so
-// that a large diff lives in the change's record only, which lets it go
-// once the journal has it (a 50 MB patch's diffs are held once, not until
-// the apply returns).
-func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
-	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
-		for i := range chs {
-			if !yield(PlannedChange{Change: chs[i]}) {
-				return
-			}
-			chs[i] = protocol.Change{}
-		}
-	}, false, nil)
-	return ids, err
-}
-
-// ApplyPatchSeq is ApplyPatchIDs for changes that chs gives one at a
-// time, each recorded before the next is asked for, so that the caller
-// need not hold every diff of a large patch at once (smith apply reads
-// them back from a temporary file). An error chs gives stops the patch:
-// nothing is written and the changes recorded so far are rejected.
-func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
-	return e.ApplyPlannedSeq(ctx, dialogID, func(yield func(PlannedChange, error) bool) {
-		for ch, err := range chs {
-			if !yield(PlannedChange{Change: ch}, err) {
-				return
-			}
-		}
-	})
-}
-
 // PlannedChange is a change of a patch with the caller's plan of its
 // diff, for a caller that planned it already (smith apply writes each
 // file's as-applied diff from its own plan of the patch: diffapply's
@@ -703,8 +667,15 @@ type PlannedChange struct {
 	Plan *diffapply.File
 }
 
-// ApplyPlannedSeq is ApplyPatchSeq for changes that may carry their plan
-// (PlannedChange).
+// ApplyPlannedSeq is ApplyPatch for a caller that reports the result
+// itself (smith apply): it returns the recorded changes' ids, not their
+// views, so that the changes are not planned again just to present them
+// (attached editors are still told). chs gives the changes one at a time,
+// each recorded before the next is asked for, so that the caller need not
+// hold every diff of a large patch at once (smith apply reads them back
+// from a spool), each with its plan when the caller has one
+// (PlannedChange). An error chs gives stops the patch: nothing is written
+// and the changes recorded so far are rejected.
 func (e *Engine) ApplyPlannedSeq(ctx context.Context, dialogID string, chs iter.Seq2[PlannedChange, error]) ([]string, error) {
 	var serr error
 	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {

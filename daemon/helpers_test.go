@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -346,4 +347,35 @@ func (e *Engine) list(f ChangeFilter) []Change {
 		panic(err)
 	}
 	return cs
+}
+
+// ApplyPatchIDs is ApplyPlannedSeq over a slice of changes without
+// plans, for the tests.
+//
+// It takes chs: each entry is cleared once its change is recorded, so
+// that a large diff lives in the change's record only, which lets it go
+// once the journal has it (a 50 MB patch's diffs are held once, not until
+// the apply returns).
+func (e *Engine) ApplyPatchIDs(ctx context.Context, dialogID string, chs []protocol.Change) ([]string, error) {
+	_, ids, err := e.applyPatch(ctx, dialogID, func(yield func(PlannedChange) bool) {
+		for i := range chs {
+			if !yield(PlannedChange{Change: chs[i]}) {
+				return
+			}
+			chs[i] = protocol.Change{}
+		}
+	}, false, nil)
+	return ids, err
+}
+
+// ApplyPatchSeq is ApplyPlannedSeq for changes without plans, for the
+// tests.
+func (e *Engine) ApplyPatchSeq(ctx context.Context, dialogID string, chs iter.Seq2[protocol.Change, error]) ([]string, error) {
+	return e.ApplyPlannedSeq(ctx, dialogID, func(yield func(PlannedChange, error) bool) {
+		for ch, err := range chs {
+			if !yield(PlannedChange{Change: ch}, err) {
+				return
+			}
+		}
+	})
 }
