@@ -149,6 +149,11 @@ type stateFile struct {
 	// time the whole part; a fresh buffer each time is fresh memory, which
 	// the kernel faults in and clears page by page.
 	spare []byte
+	// held: the file holds changes (its last write succeeded). The save
+	// after it may then encode into changes' own buffer, which it takes
+	// (changes becomes nil: as the file holds it), when the spare is
+	// smaller: the apply's second save then reuses its first one's.
+	held bool
 	// keepBelow: changes of this size or more are not kept once written
 	// (keepEncodedBelow; tests vary it).
 	keepBelow int
@@ -189,6 +194,11 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 	}
 	buf := f.spare
 	f.spare = nil
+	if f.held && cap(f.changes) > cap(buf) {
+		// The file holds it: a save of the dialogs meanwhile reads it
+		// from there (writeLocked), as a failed encoding leaves it.
+		f.spare, buf, f.changes = buf, f.changes, nil
+	}
 	f.mu.Unlock()
 	b, err := encodeChanges(cs, hint, buf)
 	if err != nil {
@@ -196,10 +206,10 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if old := f.changes; cap(old) < f.keepBelow {
+	if old := f.changes; cap(old) < f.keepBelow && cap(old) > cap(f.spare) {
 		f.spare = old // written: no one reads it again
 	}
-	f.changes = b
+	f.changes, f.held = b, false
 	return f.writeLocked()
 }
 
@@ -501,6 +511,7 @@ func (f *stateFile) writeLocked() error {
 	if err := writeAtomic(f.store.statePath(), 0o600, parts...); err != nil {
 		return err
 	}
+	f.held = true
 	if len(f.changes) >= f.keepBelow {
 		f.changes = nil // the file holds it now
 	}
@@ -575,12 +586,12 @@ func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan
 	if fp == nil || fp.file == nil || fp.rename {
 		return nil
 	}
-	probe := changeRecord{Change: Change{ID: c.ID, Hunks: mergeStatuses(c.Hunks, fp.hunks)}}
-	ids, err := selectHunks(&probe, nil, StatusPending)
-	if err != nil || len(ids) == 0 {
+	ids := pendingAfterMerge(c.Hunks, fp.hunks)
+	if len(ids) == 0 {
 		return nil
 	}
 	var next []byte
+	var err error
 	nextExists := true
 	if f := fp.file; f.Op != diffapply.OpDelete && len(ids) == okHunks(f) {
 		// Every hunk that matched: the text the plan rendered already
@@ -601,6 +612,38 @@ func keepPlan(c *changeRecord, fp *filePlan, text []byte, exists bool) *keptPlan
 		k.text, k.hashOnly = nil, true
 	}
 	return k
+}
+
+// pendingAfterMerge is the ids of the pending hunks of
+// mergeStatuses(old, fresh), without making that copy of the hunks.
+func pendingAfterMerge(old, fresh []Hunk) []string {
+	if !sameIDs(old, fresh) {
+		probe := changeRecord{Change: Change{Hunks: mergeStatuses(old, fresh)}}
+		ids, _ := selectHunks(&probe, nil, StatusPending)
+		return ids
+	}
+	status := func(i int) string {
+		if s := old[i].Status; s != StatusPending && s != StatusUndone {
+			return s
+		}
+		return fresh[i].Status
+	}
+	n := 0
+	for i := range fresh {
+		if status(i) == StatusPending {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	ids := make([]string, 0, n)
+	for i := range fresh {
+		if status(i) == StatusPending {
+			ids = append(ids, fresh[i].ID)
+		}
+	}
+	return ids
 }
 
 // source is the file whose text a change is planned against: the source

@@ -179,6 +179,82 @@ func readMembers(t *testing.T, path string) map[string]json.RawMessage {
 	return m
 }
 
+// TestSaveReusesTheBufferTheFileHolds: a save of the changes encodes
+// into the buffer of the save before it once the file holds that one (an
+// apply saves twice), and the file holds what json.Marshal gives after
+// each save, after a save of the dialogs made while the changes' encoding
+// is taken, and after a restart.
+func TestSaveReusesTheBufferTheFileHolds(t *testing.T) {
+	t.Parallel()
+	f, _, _ := patchFixture(t, undoSmall, nil)
+	path := filepath.Join(f.e.StateDir(), "state.json")
+	cs := f.e.cs
+	check := func(when string) {
+		t.Helper()
+		cs.mu.Lock()
+		want, err := json.Marshal(&cs.st)
+		cs.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(want, &m); err != nil {
+			t.Fatal(err)
+		}
+		got := readMembers(t, path)
+		for k, v := range m {
+			if string(got[k]) != string(v) {
+				t.Errorf("%s: member %q of the state file:\n%.200s\nwant\n%.200s", when, k, got[k], v)
+			}
+		}
+	}
+	save := func() *byte {
+		t.Helper()
+		cs.mu.Lock()
+		cs.st.NextUndo++
+		err := cs.saveLocked()
+		cs.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.file.mu.Lock()
+		defer cs.file.mu.Unlock()
+		if len(cs.file.changes) == 0 {
+			t.Fatal("the changes' encoding was not kept")
+		}
+		return &cs.file.changes[:1][0]
+	}
+	first := save()
+	check("first save")
+	if second := save(); second != first {
+		t.Error("the second save did not encode into the buffer of the first, which the file held")
+	}
+	check("second save")
+	// Taken as a save would take it: a save of the dialogs meanwhile
+	// writes the changes as the file holds them.
+	cs.file.mu.Lock()
+	cs.file.spare, cs.file.changes = cs.file.changes, nil
+	cs.file.mu.Unlock()
+	f.e.dr.mu.Lock()
+	f.e.dr.st.NextTurn += 5
+	err := f.e.dr.saveLocked()
+	f.e.dr.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a save of the dialogs")
+	save()
+	check("third save")
+	views := f.e.list(ChangeFilter{})
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if d := cmp.Diff(views, f.e.list(ChangeFilter{})); d != "" {
+		t.Errorf("the changes after a restart (-before +after):\n%s", d)
+	}
+}
+
 // TestWrittenChangesAreNotKept: once the file holds a large change part
 // (keepEncodedBelow; 1 here), the state file lets go of its encoding, and
 // a save of the dialogs after it writes the changes as the last save of
