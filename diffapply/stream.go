@@ -294,6 +294,7 @@ type stream struct {
 	sc     *scanned
 	parsed []bool  // the section's hunks were parsed (once is enough)
 	perr   []error // and what refused them
+	parser hunkParser
 }
 
 // rawHunks returns the hunks of section i, scanning it again when the
@@ -327,7 +328,7 @@ func (st *stream) hunks(i int) ([]*hunk, error) {
 	raw, err := st.rawHunks(i)
 	var hs []*hunk
 	if err == nil {
-		hs, err = parseHunks(raw)
+		hs, err = st.parser.parse(raw)
 	}
 	st.parsed[i], st.perr[i] = true, err
 	return hs, err
