@@ -147,9 +147,11 @@ func (c *Conflict) String() string {
 func (h *Hunk) OK() bool { return h.Conflict == nil && h.File.Conflict == nil }
 
 // Where describes the match: "at line 120 (offset +18, whitespace-insensitive)".
-func (h *Hunk) Where() string {
-	// Appended, not formatted: smith apply prints it for every hunk.
-	b := make([]byte, 0, 64)
+func (h *Hunk) Where() string { return string(h.AppendWhere(make([]byte, 0, 64))) }
+
+// AppendWhere appends Where to b: appended, not formatted, since smith
+// apply prints it for every hunk.
+func (h *Hunk) AppendWhere(b []byte) []byte {
 	b = append(b, "at line "...)
 	b = strconv.AppendInt(b, int64(h.Line), 10)
 	b = append(b, " ("...)
@@ -181,8 +183,7 @@ func (h *Hunk) Where() string {
 	case LevelFuzz:
 		note("fuzz " + strconv.Itoa(h.Fuzz) + ", whitespace-insensitive")
 	}
-	b = append(b, ')')
-	return string(b)
+	return append(b, ')')
 }
 
 // Describe is a one-line report: "src/a.go: hunk 2 matches at line 120
@@ -294,14 +295,26 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 	f.lines = src.bin.splitLines(text)
 	f.conv = f.lines.convention()
 	m := &matcher{l: f.lines}
-	for i, h := range fd.hunks {
-		pub := &Hunk{
-			Index: i + 1, File: f, Header: headerOf(h), Numbered: h.numbered,
-			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
-			Body: bodyOf(h),
+	// The hunks, their jobs and the jobs' old lines are allocated once
+	// for the file, not once per hunk.
+	n, nold := len(fd.hunks), 0
+	for _, h := range fd.hunks {
+		nold += h.oldCount
+	}
+	if n > 0 {
+		pubs, jobs, olds := make([]Hunk, n), make([]job, n), make([]string, nold)
+		f.Hunks, f.jobs = make([]*Hunk, n), make([]*job, n)
+		for i, h := range fd.hunks {
+			pubs[i] = Hunk{
+				Index: i + 1, File: f, Header: headerOf(h), Numbered: h.numbered,
+				OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
+				Body: bodyOf(h),
+			}
+			k := min(h.oldCount, len(olds))
+			jobs[i] = makeJob(h, &pubs[i], olds[:0:k])
+			olds = olds[k:]
+			f.Hunks[i], f.jobs[i] = &pubs[i], &jobs[i]
 		}
-		f.Hunks = append(f.Hunks, pub)
-		f.jobs = append(f.jobs, newJob(h, pub))
 	}
 	if f.Conflict == nil {
 		m.locate(f.jobs, opts.Strict)

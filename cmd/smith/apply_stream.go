@@ -192,13 +192,15 @@ func describe(f *diffapply.File) *diffapply.File {
 		Conflict: f.Conflict, Existed: f.Existed, BeforeHash: f.BeforeHash,
 		Hunks: make([]*diffapply.Hunk, len(f.Hunks)),
 	}
+	hs := make([]diffapply.Hunk, len(f.Hunks)) // one allocation for the file's
 	for i, h := range f.Hunks {
-		c := *h
+		c := &hs[i]
+		*c = *h
 		c.File = d
 		if h.OK() {
 			c.Header, c.Body = "", "" // the report shows them for conflicts only
 		}
-		d.Hunks[i] = &c
+		d.Hunks[i] = c
 	}
 	return d
 }
