@@ -59,13 +59,16 @@ func (w *fileWrite) nextContentHash() string {
 }
 
 // dropBefore lets go of the text w replaces once the journal holds it,
-// when the write goes to disk and the text's hash is known: the disk
-// commit guards the write by that hash (and reads the file itself), so a
-// patch of many large files does not keep every file's old text until
-// its one commit. An editor's write keeps it (the edit names it, and a
-// failed batch puts it back).
+// when the write goes to disk, the text's hash is known and it is of
+// keepTextBelow or more: the disk commit guards the write by that hash
+// (and reads the file itself), so a patch of many large files does not
+// keep every file's old text until its one commit. A smaller text is
+// kept: the disk commit takes it as the file's bytes (diffapply's
+// Write.Expect), which it would otherwise read and hash again, and holds
+// it until its end either way. An editor's write keeps it (the edit
+// names it, and a failed batch puts it back).
 func (w *fileWrite) dropBefore() {
-	if !w.tg.open && (w.tg.hash != "" || !w.tg.exists) {
+	if !w.tg.open && (w.tg.hash != "" || !w.tg.exists) && len(w.tg.text) >= keepTextBelow {
 		w.tg.text = nil
 	}
 }
@@ -211,6 +214,11 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 	case w.tg.exists:
 		dw.ExpectHash = diffapply.Hash(w.tg.text)
 	}
+	if w.tg.exists && !w.tg.open && w.tg.text != nil {
+		// The bytes read from disk, which ExpectHash names: the commit
+		// need not read and hash the file again before its journal.
+		dw.Expect = w.tg.text
+	}
 	if w.beforeFrom != nil {
 		dw.Before = w.beforeFrom
 	} else if ref := w.before; ref.Exists && ref.Len >= keepTextBelow {
@@ -350,11 +358,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 		e.cs.mu.Lock()
 		c.planned = nil
 		e.cs.mu.Unlock()
-		snap.Hunks = mergeStatuses(snap.Hunks, kept.hunks)
+		snap.Hunks = mergeStatusesInto(snap.Hunks, snap.Hunks, kept.hunks) // snap's are a copy
 	} else if err := fresh(); err != nil {
 		return nil, err
 	} else {
-		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+		snap.Hunks = mergeStatusesInto(snap.Hunks, snap.Hunks, fp.hunks)
 	}
 	ids, err := selectHunks(&snap, hunks, StatusPending)
 	if err != nil {

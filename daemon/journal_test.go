@@ -482,34 +482,51 @@ func TestApplyPatchIDsHoldsEachDiffOnce(t *testing.T) {
 }
 
 // TestWriteWithoutTheTextBeforeIsGuarded: once the journal holds a
-// file's text before (commitApply lets go of it), the disk write is
-// guarded by its hash alone: a file changed since it was read is still a
-// conflict and left as it is, and an unchanged one is written.
+// file's text before, a disk write of a large file lets go of it and is
+// guarded by its hash alone; a smaller one keeps it, and the disk commit
+// takes it as the file's bytes instead of reading and hashing the file
+// again (diffapply's Write.Expect). Either way a file changed since it
+// was read, to another size or to the same size, is still a conflict and
+// left as it is, and an unchanged one is written.
 func TestWriteWithoutTheTextBeforeIsGuarded(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": "one\n", "b.txt": "two\n"}, mutate: func(c *Config) { c.NoWatch = true }})
-	ctx := context.Background()
-	write := func(rel, before, after string) *fileWrite {
-		w := &fileWrite{abs: f.path(rel), rel: rel, tg: target{text: []byte(before), exists: true, hash: hashBytes([]byte(before))}, next: []byte(after), nextExists: true}
-		w.dropBefore()
-		if w.tg.text != nil {
-			t.Fatalf("%s: a disk write whose hash is known keeps its text before", rel)
+	for _, held := range []bool{true, false} {
+		for _, edit := range []string{"one, edited\n", "ONE!\n"} {
+			t.Run(fmt.Sprintf("held %v, edited to %q", held, edit), func(t *testing.T) {
+				t.Parallel()
+				f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": "one\n", "b.txt": "two\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+				ctx := context.Background()
+				write := func(rel, before, after string) *fileWrite {
+					w := &fileWrite{abs: f.path(rel), rel: rel, tg: target{text: []byte(before), exists: true, hash: hashBytes([]byte(before))}, next: []byte(after), nextExists: true}
+					w.dropBefore()
+					if w.tg.text == nil {
+						t.Fatalf("%s: a disk write of a small file lets go of its text before", rel)
+					}
+					if !held {
+						w.tg.text = nil // as dropBefore does for a large file
+					}
+					return w
+				}
+				f.write("a.txt", edit)
+				err := f.e.writeBatch(ctx, "test", []*fileWrite{write("b.txt", "two\n", "TWO\n"), write("a.txt", "one\n", "ONE\n")})
+				if !errors.Is(err, ErrConflict) {
+					t.Errorf("writing over a file changed since it was read: %v, want ErrConflict", err)
+				}
+				if got := f.read("a.txt") + f.read("b.txt"); got != edit+"two\n" {
+					t.Errorf("after the refused batch the files hold %q", got)
+				}
+				if err := f.e.writeBatch(ctx, "test", []*fileWrite{write("b.txt", "two\n", "TWO\n")}); err != nil {
+					t.Fatal(err)
+				}
+				if got := f.read("b.txt"); got != "TWO\n" {
+					t.Errorf("b.txt after the write: %q", got)
+				}
+			})
 		}
-		return w
 	}
-	f.write("a.txt", "one, edited\n")
-	err := f.e.writeBatch(ctx, "test", []*fileWrite{write("a.txt", "one\n", "ONE\n"), write("b.txt", "two\n", "TWO\n")})
-	if !errors.Is(err, ErrConflict) {
-		t.Errorf("writing over a file changed since it was read: %v, want ErrConflict", err)
-	}
-	if got := f.read("a.txt") + f.read("b.txt"); got != "one, edited\ntwo\n" {
-		t.Errorf("after the refused batch the files hold %q", got)
-	}
-	if err := f.e.writeBatch(ctx, "test", []*fileWrite{write("b.txt", "two\n", "TWO\n")}); err != nil {
-		t.Fatal(err)
-	}
-	if got := f.read("b.txt"); got != "TWO\n" {
-		t.Errorf("b.txt after the write: %q", got)
+	w := &fileWrite{tg: target{text: make([]byte, keepTextBelow), exists: true, hash: "x"}}
+	if w.dropBefore(); w.tg.text != nil {
+		t.Errorf("a disk write of %d bytes whose hash is known keeps its text before", keepTextBelow)
 	}
 }
 

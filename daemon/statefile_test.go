@@ -3,8 +3,11 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,11 +33,20 @@ func TestEncodeChangesIsMarshal(t *testing.T) {
 		DiffRef:  &blobRef{Exists: true, Hash: "def", Pack: "pack-1", Off: 3, Len: 9},
 	}
 	undo := &undoRecord{Seq: 1, Group: 1, ChangeID: "c1", Action: "apply", Path: "/w/a.txt", Rel: "a.txt", Before: blobRef{Exists: true, Hash: "x"}, State: undoDone, Prev: map[string]string{"h1": StatusPending, "h2": StatusPending}, Hunks: []string{"h1"}}
+	// Members whose text looks like the members spliced in by hand.
+	odd := &changeRecord{
+		Change: Change{ID: `c2,"hunks":null`, DialogID: `,"hunks":null,`, Path: `b,"hunks":null\`, Reason: `"hunks":null`, Hunks: []Hunk{}},
+		Abs:    `/w/b,"hunks":null`,
+	}
+	oddUndo := &undoRecord{Seq: 2, ChangeID: `,"prevHunks":null`, Path: `/w/,"prevHunks":null\`, Rel: `"prevHunks":null`, At: `,"prevHunks":{}`,
+		Before: blobRef{Hash: `,"prevHunks":null`}, Prev: map[string]string{}}
+	noPrev := &undoRecord{Seq: 3, ChangeID: "c3"}
 	for name, cs := range map[string]changesState{
 		"new":       newPersisted(workspace{}).changesState,
 		"empty":     {NextChange: 1, NextUndo: 1, Changes: []*changeRecord{}, Undo: []*undoRecord{}},
 		"records":   {NextChange: 3, NextUndo: 2, Changes: []*changeRecord{rec, rec}, Undo: []*undoRecord{undo}},
 		"nil entry": {NextChange: 2, Changes: []*changeRecord{nil}, Undo: nil},
+		"odd":       {NextChange: 4, NextUndo: 4, Changes: []*changeRecord{odd, rec, {Change: Change{ID: "c3"}}}, Undo: []*undoRecord{oddUndo, noPrev, nil, undo}},
 		"txn": {NextChange: 2, NextUndo: 2, Changes: []*changeRecord{rec}, Undo: []*undoRecord{undo},
 			Txn: &txnRecord{Journal: diffapply.Journal{Root: `/w "changes":null`}, Undo: []int{1}}},
 	} {
@@ -54,6 +66,52 @@ func TestEncodeChangesIsMarshal(t *testing.T) {
 					t.Errorf("%s, hint %d, buffer of %d: encoded\n%s\nwant json.Marshal's\n%s", name, hint, cap(buf), got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestAppendHunksIsMarshal: hunks and hunk-status maps encoded by hand
+// are json.Marshal's bytes, for every member of Hunk filled with text
+// that needs escaping (quotes, backslashes, HTML, control characters,
+// non-ASCII, invalid UTF-8, line separators) or not, and numbers of any
+// sign. A member added to Hunk is filled too, and fails the comparison
+// until appendHunks writes it.
+func TestAppendHunksIsMarshal(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "h12", "@@ -1,7 +1,7 @@ func main() {", `a "quoted" \ back`, "<&>", "tab\there\n", "\x00\x1f\x7f", "é ü 日本", "\xff\xfe bad", "\u2028\u2029", "}"}
+	ints := []int{0, 1, -1, 42, -987654321, 1 << 40}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for n := range 400 {
+		hs := make([]Hunk, n%4)
+		for i := range hs {
+			v := reflect.ValueOf(&hs[i]).Elem()
+			for f := range v.NumField() {
+				switch fv := v.Field(f); fv.Kind() {
+				case reflect.String:
+					fv.SetString(texts[rnd.IntN(len(texts))])
+				case reflect.Int:
+					fv.SetInt(int64(ints[rnd.IntN(len(ints))]))
+				default:
+					t.Fatalf("Hunk.%s is a %s: teach appendHunks and this test to write it", v.Type().Field(f).Name, fv.Kind())
+				}
+			}
+		}
+		want, err := json.Marshal(hs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendHunks([]byte("x"), hs); string(got) != "x"+string(want) {
+			t.Fatalf("appendHunks wrote\n%s\nwant json.Marshal's\nx%s", got, want)
+		}
+		m := map[string]string{}
+		for i := range n % 5 {
+			m[texts[rnd.IntN(len(texts))]+strconv.Itoa(i)] = texts[rnd.IntN(len(texts))]
+		}
+		if want, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendStringMap(nil, m); string(got) != string(want) {
+			t.Fatalf("appendStringMap wrote\n%s\nwant json.Marshal's\n%s", got, want)
 		}
 	}
 }
@@ -119,6 +177,82 @@ func readMembers(t *testing.T, path string) map[string]json.RawMessage {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestSaveReusesTheBufferTheFileHolds: a save of the changes encodes
+// into the buffer of the save before it once the file holds that one (an
+// apply saves twice), and the file holds what json.Marshal gives after
+// each save, after a save of the dialogs made while the changes' encoding
+// is taken, and after a restart.
+func TestSaveReusesTheBufferTheFileHolds(t *testing.T) {
+	t.Parallel()
+	f, _, _ := patchFixture(t, undoSmall, nil)
+	path := filepath.Join(f.e.StateDir(), "state.json")
+	cs := f.e.cs
+	check := func(when string) {
+		t.Helper()
+		cs.mu.Lock()
+		want, err := json.Marshal(&cs.st)
+		cs.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(want, &m); err != nil {
+			t.Fatal(err)
+		}
+		got := readMembers(t, path)
+		for k, v := range m {
+			if string(got[k]) != string(v) {
+				t.Errorf("%s: member %q of the state file:\n%.200s\nwant\n%.200s", when, k, got[k], v)
+			}
+		}
+	}
+	save := func() *byte {
+		t.Helper()
+		cs.mu.Lock()
+		cs.st.NextUndo++
+		err := cs.saveLocked()
+		cs.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.file.mu.Lock()
+		defer cs.file.mu.Unlock()
+		if len(cs.file.changes) == 0 {
+			t.Fatal("the changes' encoding was not kept")
+		}
+		return &cs.file.changes[:1][0]
+	}
+	first := save()
+	check("first save")
+	if second := save(); second != first {
+		t.Error("the second save did not encode into the buffer of the first, which the file held")
+	}
+	check("second save")
+	// Taken as a save would take it: a save of the dialogs meanwhile
+	// writes the changes as the file holds them.
+	cs.file.mu.Lock()
+	cs.file.spare, cs.file.changes = cs.file.changes, nil
+	cs.file.mu.Unlock()
+	f.e.dr.mu.Lock()
+	f.e.dr.st.NextTurn += 5
+	err := f.e.dr.saveLocked()
+	f.e.dr.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a save of the dialogs")
+	save()
+	check("third save")
+	views := f.e.list(ChangeFilter{})
+	if err := f.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.e = f.open()
+	if d := cmp.Diff(views, f.e.list(ChangeFilter{})); d != "" {
+		t.Errorf("the changes after a restart (-before +after):\n%s", d)
+	}
 }
 
 // TestWrittenChangesAreNotKept: once the file holds a large change part

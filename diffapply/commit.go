@@ -50,6 +50,15 @@ type Write struct {
 	// rename. ContentHash must be set: the journal records it before the
 	// content is asked for. The write is not a deletion.
 	ContentFrom func() ([]byte, error)
+	// Expect, when not nil, is the target's bytes as the caller read them
+	// (ExpectHash must be their hash, which the journal records): the
+	// commit takes them for what it would read before its journal, and so
+	// neither reads nor hashes the target then, only looks up its size
+	// (another size is refused at once, as a hash that differs would be).
+	// Just before the rename it compares the target with them byte for
+	// byte, as it does with what it reads: a file changed since the caller
+	// read it is never written over. Ignored with Before.
+	Expect []byte
 }
 
 // writes reports whether w writes content (else it deletes the file).
@@ -485,9 +494,7 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		}
 		seen[r] = true
 		e := journalEntry{Path: r, Mode: 0o644}
-		// r is resolved (confined): the open file's own stat is the
-		// target's, and verify compares it with what Lstat says later.
-		cur, fi, err := readRegularInfo(t.d, r)
+		cur, fi, got, err := t.preimage(r, &w)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", rel, err)
 		}
@@ -495,10 +502,6 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 			e.Existed = true
 			e.Mode = fi.Mode().Perm()
 			pre[i] = preimage{bytes: cur, size: fi.Size(), mtime: fi.ModTime()}
-		}
-		got := HashAbsent
-		if e.Existed {
-			got = Hash(cur)
 			if w.Before != nil {
 				pre[i].bytes, pre[i].load, pre[i].hash = nil, w.Before, got
 			}
@@ -526,6 +529,28 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 		t.m.Entries[i] = e
 	}
 	return pre, nil
+}
+
+// preimage is what prepare takes of target r (resolved: confined) before
+// the commit: its bytes, its stat (nil when it does not exist) and their
+// hash (HashAbsent). With w.Expect, the caller's bytes of it when the file
+// is of their size, which the caller hashed as w.ExpectHash; else (and
+// for a file of another size, whose error then names its hash) the file
+// as read now.
+func (t *txn) preimage(r string, w *Write) ([]byte, fs.FileInfo, string, error) {
+	if w.Expect != nil && w.Before == nil && w.ExpectHash != "" && w.ExpectHash != HashAbsent {
+		fi, err := t.d.Lstat(r)
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(w.Expect)) {
+			return w.Expect, fi, w.ExpectHash, nil
+		}
+	}
+	// r is resolved: the open file's own stat is the target's, and verify
+	// compares it with what Lstat says later.
+	cur, fi, err := readRegularInfo(t.d, r)
+	if err != nil || fi == nil {
+		return nil, nil, HashAbsent, err
+	}
+	return cur, fi, Hash(cur), nil
 }
 
 // stage writes the temp files next to their targets, all fsynced

@@ -105,12 +105,24 @@ func TestCommitLoggedLogFails(t *testing.T) {
 // after it, the tree ends all after when a rename had happened (every
 // temp file was complete) and all before otherwise, with no temp file
 // and no directory made for one; a further Settle changes nothing.
-func TestCommitLoggedKilledThenSettled(t *testing.T) {
+func TestCommitLoggedKilledThenSettled(t *testing.T) { testCommitLoggedKilledThenSettled(t, nil) }
+
+// TestCommitLoggedKilledThenSettledExpectGiven is
+// TestCommitLoggedKilledThenSettled with Write.Expect set, as smith's
+// engine commits the files it holds.
+func TestCommitLoggedKilledThenSettledExpectGiven(t *testing.T) {
+	testCommitLoggedKilledThenSettled(t, byExpect)
+}
+
+func testCommitLoggedKilledThenSettled(t *testing.T, given givenBy) {
 	pairs := 0
 	defer func() { t.Logf("%d (commit kill, settle kill) pairs", pairs) }()
 	for n := 1; ; n++ {
 		root := t.TempDir()
 		writes, before, after := commitFixture(t, root)
+		if given != nil {
+			writes = given(writes, before)
+		}
 		var logged []byte
 		steps, killed, _ := runKilledAt(n, true, func(hook func(string) error) error {
 			return loggedCommit(t, root, writes, &logged, hook)

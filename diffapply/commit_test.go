@@ -125,6 +125,10 @@ func TestCommitFailsAtEveryStepContentGiven(t *testing.T) {
 	testCommitFailsAtEveryStep(t, byBeforeAndContent)
 }
 
+// TestCommitFailsAtEveryStepExpectGiven is TestCommitFailsAtEveryStep with Write.Expect set: the
+// commit takes the caller's bytes instead of reading the targets first.
+func TestCommitFailsAtEveryStepExpectGiven(t *testing.T) { testCommitFailsAtEveryStep(t, byExpect) }
+
 func testCommitFailsAtEveryStep(t *testing.T, given givenBy) {
 	for n := 1; ; n++ {
 		root, journal := t.TempDir(), t.TempDir()
@@ -230,6 +234,10 @@ func TestAbortKilledRollsBackContentGiven(t *testing.T) {
 	testAbortKilledRollsBack(t, byBeforeAndContent)
 }
 
+// TestAbortKilledRollsBackExpectGiven is TestAbortKilledRollsBack with Write.Expect set: the
+// commit takes the caller's bytes instead of reading the targets first.
+func TestAbortKilledRollsBackExpectGiven(t *testing.T) { testAbortKilledRollsBack(t, byExpect) }
+
 func testAbortKilledRollsBack(t *testing.T, given givenBy) {
 	for m := 1; ; m++ {
 		root, journal := t.TempDir(), t.TempDir()
@@ -297,6 +305,10 @@ func TestCommitLostUpdateBeforeGiven(t *testing.T) { testCommitLostUpdate(t, byB
 // TestCommitLostUpdateContentGiven is TestCommitLostUpdate with
 // Write.Before and Write.ContentFrom set.
 func TestCommitLostUpdateContentGiven(t *testing.T) { testCommitLostUpdate(t, byBeforeAndContent) }
+
+// TestCommitLostUpdateExpectGiven is TestCommitLostUpdate with Write.Expect set: the
+// commit takes the caller's bytes instead of reading the targets first.
+func TestCommitLostUpdateExpectGiven(t *testing.T) { testCommitLostUpdate(t, byExpect) }
 
 func testCommitLostUpdate(t *testing.T, given givenBy) {
 	for _, theirs := range []string{
@@ -728,6 +740,19 @@ func byBefore(writes []Write, before map[string]string) []Write {
 	return beforeGiven(writes, before, nil)
 }
 
+// byExpect gives the bytes before as the caller read them, with their
+// hash (Write.Expect, Write.ExpectHash), as smith's engine does for a
+// file it holds.
+func byExpect(writes []Write, before map[string]string) []Write {
+	out := slices.Clone(writes)
+	for i := range out {
+		if old, ok := before[out[i].Path]; ok {
+			out[i].Expect, out[i].ExpectHash = []byte(old), Hash([]byte(old))
+		}
+	}
+	return out
+}
+
 // byBeforeAndContent gives the bytes before and the new content
 // (Write.ContentFrom).
 func byBeforeAndContent(writes []Write, before map[string]string) []Write {
@@ -773,6 +798,50 @@ func beforeGiven(writes []Write, before map[string]string, calls *int) []Write {
 		}
 	}
 	return out
+}
+
+// TestExpectGivenIsChecked: with Write.Expect, a target changed since
+// the caller read it is never written over: one of another size is
+// refused before anything is made, naming its hash as a commit that reads
+// it does; one of the same size (which the commit does not read before
+// its journal) is found just before its rename, and what was renamed
+// before it is put back. Bytes given that are not the file's, with their
+// own hash, are refused the same way.
+func TestExpectGivenIsChecked(t *testing.T) {
+	for _, theirs := range []string{"#!/bin/sh\necho edited\n", "#!/bin/zs\n"} {
+		root, journal := t.TempDir(), t.TempDir()
+		writes, before, _ := commitFixture(t, root)
+		writes = byExpect(writes, before)
+		must(t, os.WriteFile(filepath.Join(root, "run.sh"), []byte(theirs), 0o755))
+		err := Commit(context.Background(), root, writes, journal)
+		var se *StaleError
+		if !errors.As(err, &se) || se.Path != "run.sh" {
+			t.Fatalf("run.sh edited to %q: err = %v, want a StaleError for run.sh", theirs, err)
+		}
+		if sameSize := len(theirs) == len(before["run.sh"]); se.During != sameSize {
+			t.Errorf("run.sh edited to %q: found while writing = %v, want %v", theirs, se.During, sameSize)
+		}
+		if se.Got != Hash([]byte(theirs)) {
+			t.Errorf("run.sh edited to %q: the error names %s, want the file's hash", theirs, se.Got)
+		}
+		want := maps.Clone(before)
+		want["run.sh"] = theirs
+		assertFiles(t, root, want)
+		noTemps(t, root, "refused")
+		if ents, _ := os.ReadDir(journal); len(ents) != 0 {
+			t.Errorf("journal left: %v", ents)
+		}
+	}
+	root := t.TempDir()
+	writes, before, _ := commitFixture(t, root)
+	writes = byExpect(writes, before)
+	wrong := []byte("a befor!\n")
+	writes[0].Expect, writes[0].ExpectHash = wrong, Hash(wrong)
+	var se *StaleError
+	if err := Commit(context.Background(), root, writes, ""); !errors.As(err, &se) || se.Path != "a.txt" {
+		t.Fatalf("bytes given that are not the file's: err = %v, want a StaleError for a.txt", err)
+	}
+	assertFiles(t, root, before)
 }
 
 // TestBeforeGivenIsAskedOnlyToRollBack: with Write.Before set, a commit

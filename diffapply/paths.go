@@ -168,6 +168,70 @@ func (w *Workspace) resolve(rel string) (string, error) {
 // stay inside the root and returns the result relative to the resolved
 // root, slash-separated. If the file exists it must be a regular file.
 func (w *Workspace) confined(rel string) (string, error) {
+	if r, ok := w.plain(rel); ok {
+		if err := w.allowed(rel, r, filepath.Join(w.real, filepath.FromSlash(r))); err != nil {
+			return "", err
+		}
+		return r, nil
+	}
+	return w.resolveLinks(rel)
+}
+
+// plain reports whether rel names, below the resolved root, a path
+// without a symlink: each of its components from the root's is a
+// directory, up to its last, a regular file, or up to one that does not
+// exist. It looks up each component below the root once (Lstat), where
+// resolveLinks looks up the root's own ancestors too and the file three
+// times: what the rules conclude is the same, rel itself (cleaned). Any
+// other path (a symlink, a component that is a file, a lookup that
+// fails otherwise) is resolveLinks's to decide.
+func (w *Workspace) plain(rel string) (string, bool) {
+	r := path.Clean(filepath.ToSlash(rel))
+	if r == "." || r == "/" || strings.HasPrefix(r, "../") || r == ".." || path.IsAbs(r) {
+		return "", false
+	}
+	for i := 0; ; {
+		j := strings.IndexByte(r[i:], '/')
+		last := j < 0
+		end := len(r)
+		if !last {
+			end = i + j
+		}
+		fi, err := os.Lstat(filepath.Join(w.real, filepath.FromSlash(r[:end])))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return r, true // nothing below it exists either
+		case err != nil:
+			return "", false
+		case last:
+			return r, fi.Mode().IsRegular()
+		case !fi.IsDir():
+			return "", false
+		}
+		i = end + 1
+	}
+}
+
+// allowed applies the rules that hold for a resolved path r (relative to
+// the resolved root; target is its absolute form): not in .git, not in a
+// protected folder.
+func (w *Workspace) allowed(rel, r, target string) error {
+	for _, c := range strings.Split(r, "/") {
+		if strings.EqualFold(c, ".git") {
+			return &PathError{Path: rel, Rule: RuleGitDir}
+		}
+	}
+	for _, p := range w.protect {
+		if _, in := within(p, target); in {
+			return &PathError{Path: rel, Rule: RuleState}
+		}
+	}
+	return nil
+}
+
+// resolveLinks is confined for any path: it resolves the deepest part of
+// it that exists, symlinks and all, and applies the rules to the result.
+func (w *Workspace) resolveLinks(rel string) (string, error) {
 	full := filepath.Join(w.real, filepath.FromSlash(rel))
 	// Resolve the deepest part of the path that exists.
 	existing, rest := full, ""
@@ -191,15 +255,8 @@ func (w *Workspace) confined(rel string) (string, error) {
 	if !ok || r == "." {
 		return "", &PathError{Path: rel, Rule: RuleSymlink}
 	}
-	for _, c := range strings.Split(filepath.ToSlash(r), "/") {
-		if strings.EqualFold(c, ".git") {
-			return "", &PathError{Path: rel, Rule: RuleGitDir}
-		}
-	}
-	for _, p := range w.protect {
-		if _, in := within(p, target); in {
-			return "", &PathError{Path: rel, Rule: RuleState}
-		}
+	if err := w.allowed(rel, filepath.ToSlash(r), target); err != nil {
+		return "", err
 	}
 	fi, err := os.Lstat(target)
 	switch {

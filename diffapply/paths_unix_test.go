@@ -129,3 +129,47 @@ func TestReadFileInto(t *testing.T) {
 		t.Error("a FIFO was read; want it refused")
 	}
 }
+
+// TestConfinedPlainIsResolved: the look-up of a path without symlinks
+// (plain) concludes what resolving every symlink of it does
+// (resolveLinks), the same path or the same refusal, for every kind of
+// path a tree can hold: files, folders, missing files and folders, files
+// where a folder is named, FIFOs, symlinks to files and folders inside
+// and outside the root, dangling ones, .git and a protected folder
+// reached directly and through links.
+func TestConfinedPlainIsResolved(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	writeFiles(t, root, map[string]string{"in.txt": "in\n", "sub/x.txt": "x\n", "sub/deep/y.txt": "y\n", ".git/HEAD": "ref\n", "state/s.json": "{}\n", "Sub/.GIT/config": "c\n"})
+	writeFiles(t, outside, map[string]string{"secret.txt": "secret\n"})
+	must(t, os.Symlink(outside, filepath.Join(root, "escape")))
+	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")))
+	must(t, os.Symlink("sub", filepath.Join(root, "inner")))
+	must(t, os.Symlink("sub/x.txt", filepath.Join(root, "x-link")))
+	must(t, os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	must(t, os.Symlink(".git", filepath.Join(root, "gitlink")))
+	must(t, os.Symlink("state", filepath.Join(root, "statelink")))
+	must(t, os.Symlink("loop", filepath.Join(root, "loop")))
+	must(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	w, err := OpenWorkspace(root, filepath.Join(root, "state"))
+	must(t, err)
+	defer w.Close()
+	names := []string{"in.txt", "sub", "sub/x.txt", "sub/deep", "sub/deep/y.txt", "sub/none.txt", "sub/none/z.txt", "none/a/b.txt",
+		"in.txt/under", "sub/x.txt/under", ".git/HEAD", ".git/new", "Sub/.GIT/config", "state/s.json", "state/new.json",
+		"escape", "escape/secret.txt", "escape/new.txt", "link.txt", "inner", "inner/x.txt", "inner/new.txt", "x-link",
+		"dangling", "dangling/x", "gitlink/HEAD", "statelink/s.json", "statelink/new", "loop", "loop/x", "fifo", "fifo/x", "./sub//x.txt"}
+	for _, n := range names {
+		plain, ok := w.plain(n)
+		got, gerr := w.confined(n)
+		want, werr := w.resolveLinks(n)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%s (plain: %v %q): confined = %q, %v; resolving every link = %q, %v", n, ok, plain, got, gerr, want, werr)
+		}
+	}
+	if _, ok := w.plain("inner/x.txt"); ok {
+		t.Error("a path through a symlink is taken as plain")
+	}
+	if r, ok := w.plain("sub/deep/y.txt"); !ok || r != "sub/deep/y.txt" {
+		t.Errorf("plain(sub/deep/y.txt) = %q, %v", r, ok)
+	}
+}

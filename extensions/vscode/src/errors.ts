@@ -33,3 +33,11 @@ export function advise(what: string, err: unknown): Advice {
       return { message: `smith: ${what} failed: ${raw}`, actions: ['Show output'] };
   }
 }
+
+/**
+ * Advice for a smith serve that did not start: its reason, which says what to do (serve's
+ * refusals name the path, the setting it came from and the fix), and Retry for after the fix.
+ */
+export function adviseStart(err: unknown): Advice {
+  return { message: `smith: smith serve could not start: ${errorMessage(err)}`, actions: ['Retry', 'Show output'] };
+}

@@ -5,13 +5,14 @@
 // file or computes a hunk.
 import * as vscode from 'vscode';
 import * as path from 'node:path';
-import { CloseAction, LanguageClient, type ErrorHandler, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { CloseAction, ErrorAction, LanguageClient, State, type ErrorHandler, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { SmithSession, REVIEWABLE, hunkLine, errorMessage } from './session';
 import { ErrorCodes, type Change, type Dialog, type Hunk, type Status } from './protocol';
-import { advise, type Action } from './errors';
+import { advise, adviseStart, type Action, type Advice } from './errors';
 import { chatHtml, nonce } from './chatHtml';
 import { findSmith, INSTALL_COMMAND } from './findSmith';
 import { TranscriptSync, type Transcript } from './transcript';
+import { StartMessages } from './startMessages';
 
 const RESULT_SCHEME = 'smith-result';
 
@@ -24,6 +25,28 @@ export async function activate(ctx: vscode.ExtensionContext): Promise<void> {
 
 export async function deactivate(): Promise<void> {
   await ext?.stop();
+}
+
+/**
+ * The language client, except that while the extension awaits a start, and after that start
+ * failed, the client's errors go to the output channel only. vscode-languageclient 11 shows a
+ * failed start as a notification of its own ("couldn't create connection to server", which its
+ * start() forces, and no option turns off); the extension shows one with the reason and the
+ * buttons that help, and the user should read it once.
+ */
+class SmithClient extends LanguageClient {
+  private quiet = false;
+
+  /** start(), its failure left for the caller to tell. */
+  async startQuietly(): Promise<void> {
+    this.quiet = true;
+    await this.start();
+    this.quiet = false;
+  }
+
+  override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
+    super.error(message, data, this.quiet ? false : showNotification);
+  }
 }
 
 /** What a diff shows for one change: the engine's preview of its pending hunks. */
@@ -118,11 +141,14 @@ class SmithExtension {
     if (!bin) {
       this.statusError = 'smith is not installed';
       this.renderStatus();
-      const pick = await vscode.window.showErrorMessage(
+      // Not awaited, here and for a failed start below: activation, and with it every smith
+      // command (Smith: Show output among them), would wait until the notification is answered.
+      void vscode.window.showErrorMessage(
         `smith: the smith binary was not found (smith.path is "${setting}"${setting.includes('/') ? '' : ', looked up on PATH'}). Install it from a checkout of the smith repository with \`${INSTALL_COMMAND}\` (with $(go env GOPATH)/bin on PATH), then run "Smith: Restart smith serve" or set smith.path.`,
-        'Copy install command', 'Open settings');
-      if (pick === 'Copy install command') await vscode.env.clipboard.writeText(INSTALL_COMMAND);
-      if (pick === 'Open settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'smith.path');
+        'Copy install command', 'Open settings').then(async (pick) => {
+        if (pick === 'Copy install command') await vscode.env.clipboard.writeText(INSTALL_COMMAND);
+        if (pick === 'Open settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'smith.path');
+      });
       return;
     }
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
@@ -134,32 +160,38 @@ class SmithExtension {
     // A serve that refused to start (initialize answered with why, such as a state folder it
     // cannot use) is not restarted: it would refuse again, and the user would get the same
     // notification five times and "crashed 5 times". Once it has started, a serve that ends is
-    // restarted as the client does by default.
+    // restarted as the client does by default. Until then the connection's errors are only
+    // logged: the failed start is said once, by the notification below.
     let running = false;
     let defaults: ErrorHandler | undefined;
     const errorHandler: ErrorHandler = {
-      error: (e, m, n) => defaults!.error(e, m, n),
+      error: (e, m, n) => running ? defaults!.error(e, m, n) : { action: ErrorAction.Continue, handled: true },
       closed: () => running ? defaults!.closed() : { action: CloseAction.DoNotRestart, handled: true },
     };
+    const startMessages = new StartMessages();
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.output,
       initializationOptions: init,
       errorHandler,
-      // The failure is said once, by notify below, with the buttons that help.
+      // The failure is said once, by the notification below, with the buttons that help.
       initializationFailedHandler: () => false,
+      // serve's window/showMessage saying why it cannot start waits for initialize's answer.
+      connectionOptions: { messageStrategy: startMessages },
     };
     this.output.appendLine(`smith: starting ${bin} serve in ${folder ?? '(no folder)'}`);
-    const client = new LanguageClient('smith', 'smith', serverOptions, clientOptions);
+    const client = new SmithClient('smith', 'smith', serverOptions, clientOptions);
     defaults = client.createDefaultErrorHandler();
+    client.onDidChangeState((e) => { if (e.newState === State.Starting) startMessages.starting(); });
     this.client = client;
     try {
-      await client.start();
+      await client.startQuietly();
       running = true;
     } catch (err) {
+      for (const said of startMessages.takeKept()) this.output.appendLine(`smith serve said: ${said}`);
       this.statusError = 'smith serve did not start';
       this.renderStatus();
-      await this.notify(`start ${bin} serve`, err, () => this.restart());
+      void this.show(adviseStart(err), () => this.restart());
       return;
     }
     const session = new SmithSession(client);
@@ -203,7 +235,11 @@ class SmithExtension {
 
   /** An error notification with the buttons that help; Retry runs `retry`. */
   async notify(what: string, err: unknown, retry?: () => unknown): Promise<void> {
-    const a = advise(what, err);
+    await this.show(advise(what, err), retry);
+  }
+
+  /** The advice as an error notification (and in the output); Retry runs `retry`. */
+  private async show(a: Advice, retry?: () => unknown): Promise<void> {
     this.output.appendLine(a.message);
     const actions = a.actions.filter((x) => x !== 'Retry' || retry);
     const pick = await vscode.window.showErrorMessage(a.message, ...actions);
