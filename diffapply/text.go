@@ -34,13 +34,8 @@ func (e eol) String() string {
 	return ""
 }
 
-func splitLines(s string) lines {
-	var b *textBin
-	return b.splitLines(s)
-}
-
-// splitLines is splitLines into the line tables of a File handed back,
-// when they can hold s's lines (b may be nil).
+// splitLines splits s into lines, into the line tables of a File handed
+// back (Release) when they can hold s's lines (b may be nil).
 func (b *textBin) splitLines(s string) lines {
 	n := strings.Count(s, "\n") + 1
 	var l lines
