@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -747,9 +747,14 @@ func syncDir(dir string) {
 	}
 }
 
+// randomHex is n random bytes in hex, for the names of packs and temp
+// files, which must not collide and need not be secret (see diffapply's
+// randomHex).
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b)
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
 	return hex.EncodeToString(b)
 }
 
