@@ -484,6 +484,12 @@ type undoRecord struct {
 	// status from a write that happened.
 	Hunks    []string `json:"hunks,omitempty"`
 	PrevStat string   `json:"prevStatus"` // change status before the write
+
+	// prevJSON is Prev encoded (appendStringMap), kept from the first
+	// save that writes the record: Prev is never changed once the record
+	// is made, and every save writes every record (a large patch's holds
+	// thousands of hunks, whose keys the encoding sorts).
+	prevJSON []byte
 }
 
 // blobRef names file content: absent, or the sha256 of bytes kept in the
