@@ -110,10 +110,13 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the roll back\n%s", order, want, answer)
 			}
-			for _, want := range append([]string{"/undo failed:", "c.txt: the client answered: Internal error: the disk is full. The files smith had written before it: "}, tt.said...) {
+			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had written before it: "}, tt.said...) {
 				if !strings.Contains(answer, want) {
 					t.Errorf("the answer does not say %q:\n%s", want, answer)
 				}
+			}
+			if strings.Contains(answer, "the buffer may have changed") {
+				t.Errorf("the answer guesses at a changed buffer, although the write failed:\n%s", answer)
 			}
 			if tt.touched != "" {
 				if got := strings.Count(answer, "left as it is"); got != 1 {
