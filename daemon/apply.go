@@ -362,11 +362,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 		e.cs.mu.Lock()
 		c.planned = nil
 		e.cs.mu.Unlock()
-		snap.Hunks = mergeStatuses(snap.Hunks, kept.hunks)
+		snap.Hunks = mergeStatusesInto(snap.Hunks, snap.Hunks, kept.hunks) // snap's are a copy
 	} else if err := fresh(); err != nil {
 		return nil, err
 	} else {
-		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
+		snap.Hunks = mergeStatusesInto(snap.Hunks, snap.Hunks, fp.hunks)
 	}
 	ids, err := selectHunks(&snap, hunks, StatusPending)
 	if err != nil {

@@ -508,7 +508,16 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 // status is an error naming it.
 func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]string, error) {
 	if len(requested) == 0 {
-		var ids []string
+		n := 0
+		for _, h := range c.Hunks {
+			if slices.Contains(statuses, h.Status) {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		ids := make([]string, 0, n)
 		for _, h := range c.Hunks {
 			if slices.Contains(statuses, h.Status) {
 				ids = append(ids, h.ID)

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +113,63 @@ func TestHunksCarryTheirPlaceInTheTextNow(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantPv, pv, cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("preview of an applied hunk (-want +got):\n%s", diff)
+	}
+}
+
+// TestMergeStatusesWithoutAMap: merging the recorded statuses into a
+// fresh plan's hunks gives what a merge by id through a map gives,
+// whether the two lists hold the same ids in the same order (merged index
+// by index, into the old list's own array when asked) or not; and the
+// pending ids of the merge, taken without the merged copy
+// (pendingAfterMerge), are selectHunks' of it.
+func TestMergeStatusesWithoutAMap(t *testing.T) {
+	t.Parallel()
+	statuses := []string{StatusPending, StatusApplied, StatusRejected, StatusConflict, StatusUndone, StatusAppliedUpstream}
+	byMap := func(old, fresh []Hunk) []Hunk {
+		prev := map[string]string{}
+		for _, h := range old {
+			prev[h.ID] = h.Status
+		}
+		out := slices.Clone(fresh)
+		for i := range out {
+			if s, ok := prev[out[i].ID]; ok && s != StatusPending && s != StatusUndone {
+				out[i].Status = s
+			}
+		}
+		return out
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	hunks := func(n int, ids func(int) string) []Hunk {
+		hs := make([]Hunk, n)
+		for i := range hs {
+			hs[i] = Hunk{ID: ids(i), Status: statuses[rnd.IntN(len(statuses))], Match: "exact", Offset: rnd.IntN(9)}
+		}
+		return hs
+	}
+	for round := range 500 {
+		n := rnd.IntN(12)
+		fresh := hunks(n, hunkID)
+		var old []Hunk
+		switch round % 4 {
+		case 0, 1: // the same hunks
+			old = hunks(n, hunkID)
+		case 2: // fewer or more
+			old = hunks(rnd.IntN(12), hunkID)
+		case 3: // the same number, other ids
+			old = hunks(n, func(i int) string { return hunkID(n - i) })
+		}
+		want := byMap(old, fresh)
+		if got := mergeStatuses(old, fresh); !slices.Equal(got, want) {
+			t.Fatalf("mergeStatuses(%v, %v) = %v, want %v", old, fresh, got, want)
+		}
+		inPlace := slices.Clone(old)
+		if got := mergeStatusesInto(inPlace, inPlace, fresh); !slices.Equal(got, want) {
+			t.Fatalf("mergeStatusesInto(old, old, %v) from %v = %v, want %v", fresh, old, got, want)
+		}
+		probe := changeRecord{Change: Change{Hunks: want}}
+		ids, _ := selectHunks(&probe, nil, StatusPending)
+		if got := pendingAfterMerge(old, fresh); !slices.Equal(got, ids) {
+			t.Fatalf("pendingAfterMerge(%v, %v) = %v, want %v", old, fresh, got, ids)
+		}
 	}
 }

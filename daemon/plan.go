@@ -181,7 +181,7 @@ func planOf(f *diffapply.File, text []byte, exists bool) (*filePlan, error) {
 	if f.Conflict != nil && len(f.Hunks) == 0 {
 		return nil, errors.New(f.Conflict.String())
 	}
-	fp := &filePlan{file: f}
+	fp := &filePlan{file: f, hunks: make([]Hunk, 0, len(f.Hunks))}
 	for _, h := range f.Hunks {
 		fh := Hunk{ID: hunkID(h.Index), Header: h.Header, Status: StatusPending, Match: string(h.Level), Offset: h.Offset}
 		if !h.OK() {

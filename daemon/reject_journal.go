@@ -85,17 +85,57 @@ func (e *Engine) deletedBehindBuffer(r *undoRecord, tg target) target {
 // mergeStatuses keeps the recorded status of hunks that are no longer
 // pending and takes match data of the fresh plan.
 func mergeStatuses(old, fresh []Hunk) []Hunk {
-	prev := map[string]string{}
+	return mergeStatusesInto(nil, old, fresh)
+}
+
+// mergeStatusesInto is mergeStatuses written into dst's array when it
+// can hold the result (dst may be old itself: each old status is read
+// before its place is written). A change's hunks are thousands for a
+// large patch, merged at its record and at its apply: fresh memory for
+// each copy is paid for in page faults.
+func mergeStatusesInto(dst, old, fresh []Hunk) []Hunk {
+	out := dst[:0]
+	if cap(dst) < len(fresh) {
+		out = make([]Hunk, 0, len(fresh))
+	}
+	out = out[:len(fresh)]
+	if sameIDs(old, fresh) {
+		// The same hunks (a plan of the same diff): the old status of
+		// each is at its own index, no map needed.
+		for i := range fresh {
+			s := old[i].Status
+			out[i] = fresh[i]
+			if s != StatusPending && s != StatusUndone {
+				out[i].Status = s
+			}
+		}
+		return out
+	}
+	prev := make(map[string]string, len(old))
 	for _, h := range old {
 		prev[h.ID] = h.Status
 	}
-	out := slices.Clone(fresh)
+	copy(out, fresh)
 	for i := range out {
 		if s, ok := prev[out[i].ID]; ok && s != StatusPending && s != StatusUndone {
 			out[i].Status = s
 		}
 	}
 	return out
+}
+
+// sameIDs reports whether a and b hold hunks of the same ids in the same
+// order (a change's ids are unique: hunkID of the hunk's index).
+func sameIDs(a, b []Hunk) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID {
+			return false
+		}
+	}
+	return true
 }
 
 // announce tells every peer that a change changed (and that its file was

@@ -45,7 +45,7 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 	if bytes.Equal(f.Before, after) {
 		return "", nil, true
 	}
-	edits, off, fast := f.appliedEdits(ids, after)
+	edits, off, ps, fast := f.appliedEdits(ids, after)
 	var hunks []writtenHunk
 	if fast {
 		diff, hunks = writeUnified(oldLabel, newLabel, f.Before, off, edits)
@@ -56,7 +56,7 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 		return diff, nil, true
 	}
 	if fast {
-		if g := f.appliedFile(diff, hunks, edits, after); g != nil {
+		if g := f.appliedFile(diff, hunks, edits, after, ps); g != nil {
 			return diff, g, true
 		}
 	}
@@ -131,9 +131,9 @@ func (a addedLine) equals(b []byte) bool {
 // is what Render does and what go-udiff's diff would do; it also gives up
 // on what diffapply would read differently from what it says (a run at
 // the end of the file that removes a line and adds it back, which Plan
-// takes for a final newline changing). It returns the edits and where
-// Before's lines start (off).
-func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
+// takes for a final newline changing). It returns the edits, where
+// Before's lines start (off) and the chosen hunks as placed gives them.
+func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job, bool) {
 	ps := f.placed(ids)
 	l := f.lines
 	n := l.len()
@@ -143,7 +143,7 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
 		off[i+1] = off[i] + len(l.text[i]) + len(l.eol[i].String())
 	}
 	if off[n] != len(f.Before) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	line := func(i int) []byte { return f.Before[off[i]:off[i+1]] }
 	var edits []lineEdit
@@ -189,16 +189,16 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, bool) {
 		}
 	}
 	if len(edits) == 0 || !editsGive(f.Before, off, edits, after) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	if last := edits[len(edits)-1]; last.end == n && last.start < last.end && len(last.add) > 0 {
 		// The diff's last hunk ends with this run: if it removes a line
 		// and adds back the same text, Plan reads an end-of-file pair.
 		if strings.TrimRight(string(line(last.end-1)), "\r\n") == strings.TrimRight(last.add[len(last.add)-1].text, "\r") {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 	}
-	return edits, off, true
+	return edits, off, ps, true
 }
 
 // editsGive reports whether edits, applied to before (whose lines start at
@@ -349,8 +349,16 @@ func appendRange(b []byte, side string, start, count int) []byte {
 // appliedFile builds the File that Plan of d (written by writeUnified as
 // hunks, from edits) against f.Before gives, as AppliedPlan says; nil
 // when d is not one AppliedPlan builds it for, or when the result is not
-// every hunk matched exactly where it says, rendering after.
-func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte) *File {
+// every hunk matched exactly where it says, rendering after. ps are the
+// chosen hunks of f, as placed gives them.
+//
+// A written hunk is most often one of f's own, unchanged (a hunk with its
+// context as git writes it, matched exactly where it says): the File then
+// shares that hunk's parsed lines rather than building them again, and
+// when it shares every chosen hunk of f, placed where f placed them, it
+// renders what f renders for them (the same lines of the same text: after)
+// and is not rendered again to check it.
+func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
 	if f.Op != OpModify || !f.Existed || f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
 		return nil
 	}
@@ -358,48 +366,95 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 	plain := func(text string, e eol) bool { // what the parser reads back as it is
 		return e != eolNone && !strings.HasSuffix(text, "\r")
 	}
-	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
-	for i, wh := range hunks {
-		h := &hunk{
-			oldStart: statedStart(wh.from+1, wh.oldCount), oldCount: wh.oldCount,
-			newStart: statedStart(wh.newStart, wh.newCount), newCount: wh.newCount,
-			numbered: true, lines: make([]hunkLine, 0, wh.oldCount+countAdds(edits[wh.first:wh.last])),
-		}
-		canonical := true
+	// walk hands emit the lines of the written hunk wh, as the parser
+	// reads them back; false when one is not read back as it is, or emit
+	// refuses it. canonical tells whether the hunk's body in d is in the
+	// form Hunk.Body prints.
+	walk := func(wh writtenHunk, emit func(hunkLine) bool) (canonical, ok bool) {
+		canonical = true
 		old := func(op byte, at int) bool {
 			if !plain(l.text[at], l.eol[at]) {
 				return false
 			}
 			cr := l.eol[at] == eolCRLF
 			canonical = canonical && !cr
-			h.lines = append(h.lines, hunkLine{text: l.text[at], op: op, cr: cr})
-			return true
+			return emit(hunkLine{text: l.text[at], op: op, cr: cr})
 		}
 		at := wh.from
 		for _, e := range edits[wh.first:wh.last] {
 			for ; at < e.start; at++ {
 				if !old(' ', at) {
-					return nil
+					return false, false
 				}
 			}
 			for ; at < e.end; at++ {
 				if !old('-', at) {
-					return nil
+					return false, false
 				}
 			}
 			for _, a := range e.add {
 				if a.eol == "" || strings.HasSuffix(a.text, "\r") {
-					return nil
+					return false, false
 				}
 				cr := a.eol == "\r\n"
 				canonical = canonical && !cr
-				h.lines = append(h.lines, hunkLine{text: a.text, op: '+', cr: cr})
+				if !emit(hunkLine{text: a.text, op: '+', cr: cr}) {
+					return false, false
+				}
 			}
 		}
 		for ; at < wh.from+wh.oldCount; at++ {
 			if !old(' ', at) {
-				return nil
+				return false, false
 			}
+		}
+		return canonical, true
+	}
+	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
+	shared := len(hunks) == len(ps)
+	for i, wh := range hunks {
+		oldStart, newStart := statedStart(wh.from+1, wh.oldCount), statedStart(wh.newStart, wh.newCount)
+		if shared {
+			j := ps[i]
+			h := j.h
+			shared = j.place == placement{at: wh.from, blockLen: wh.oldCount, reachesEOF: j.place.reachesEOF} &&
+				h.numbered && h.section == "" && !h.eolPair && !h.oldNoNL && !h.newNoNL &&
+				h.oldStart == oldStart && h.oldCount == wh.oldCount && h.newStart == newStart && h.newCount == wh.newCount
+			if shared {
+				k := 0
+				_, ok := walk(wh, func(hl hunkLine) bool {
+					if k == len(h.lines) || h.lines[k] != hl {
+						return false
+					}
+					k++
+					return true
+				})
+				shared = ok && k == len(h.lines)
+			}
+			if shared {
+				// f's hunk is the one Plan of d reads: its lines, header
+				// and body as they are.
+				pub := &Hunk{
+					ID: i + 1, Index: i + 1, File: g, Header: j.pub.Header, Numbered: true,
+					OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
+					Body: j.pub.Body,
+				}
+				g.Hunks = append(g.Hunks, pub)
+				g.jobs = append(g.jobs, &job{h: h, old: j.old, lead: j.lead, trail: j.trail, pub: pub})
+				continue
+			}
+		}
+		h := &hunk{
+			oldStart: oldStart, oldCount: wh.oldCount,
+			newStart: newStart, newCount: wh.newCount,
+			numbered: true, lines: make([]hunkLine, 0, wh.oldCount+countAdds(edits[wh.first:wh.last])),
+		}
+		canonical, ok := walk(wh, func(hl hunkLine) bool {
+			h.lines = append(h.lines, hl)
+			return true
+		})
+		if !ok {
+			return nil
 		}
 		if canonical {
 			h.body = d[wh.body[0]:wh.body[1]]
@@ -414,13 +469,19 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 	}
 	m := &matcher{l: l}
 	m.locate(g.jobs, false)
-	for _, h := range g.Hunks {
+	for i, h := range g.Hunks {
 		if !h.OK() || h.Level != LevelExact || h.Offset != 0 {
 			return nil
 		}
+		shared = shared && g.jobs[i].place == ps[i].place
 	}
-	if !bytes.Equal(g.render(nil), after) {
-		return nil
+	// Rendering reads the jobs' hunks and places, the lines, the line-end
+	// convention and, when the text starts with a byte-order mark, whether
+	// any of the File's hunks carries one: shared, all but that last.
+	if !shared || bytes.HasPrefix(f.Before, []byte(bom)) {
+		if !bytes.Equal(g.render(nil), after) {
+			return nil
+		}
 	}
 	g.After = after
 	return g

@@ -27,7 +27,7 @@ func checkAppliedDiff(t *testing.T, root string, f *File, ids []int) (fast, plan
 	t.Helper()
 	got, slow := f.AppliedDiff(ids), f.Diff(ids)
 	_, _, after := f.diffSides(ids)
-	_, _, fast = f.appliedEdits(ids, after)
+	_, _, _, fast = f.appliedEdits(ids, after)
 	if (got == "") != (slow == "") {
 		t.Fatalf("%s ids %v: AppliedDiff %q, go-udiff %q", f.Path, ids, got, slow)
 	}
@@ -78,7 +78,10 @@ func samePlan(t *testing.T, got, want *File, diff string) {
 func newSideHolds(d string, after []byte) error {
 	_, body, _ := strings.Cut(d, "\n+++ ")
 	_, body, _ = strings.Cut(body, "\n")
-	hunks, err := diff.ParseHunks([]byte(body))
+	// With KeepCR: a line that ends in CRs before its CRLF ("\r\r\n")
+	// keeps them all (without it go-diff drops one, and the line read no
+	// longer matched after's).
+	hunks, err := diff.ParseHunksOptions([]byte(body), diff.ParseOptions{KeepCR: true})
 	if err != nil {
 		return err
 	}
@@ -101,7 +104,7 @@ func newSideHolds(d string, after []byte) error {
 			return fmt.Errorf("hunk %d: new side +%d,%d does not fit %d lines after", i+1, h.NewStartLine, h.NewLines, len(lines))
 		}
 		for k, l := range side {
-			if strings.ReplaceAll(lines[at+k], "\r\n", "\n") != strings.ReplaceAll(l, "\r\n", "\n") { // go-diff drops the CR of a CRLF line
+			if lines[at+k] != l {
 				return fmt.Errorf("hunk %d: new side line %d is %q, after has %q", i+1, at+k+1, l, lines[at+k])
 			}
 		}
@@ -419,5 +422,53 @@ func TestAppliedPlanOfAnEmptyFile(t *testing.T) {
 	}
 	if _, planned, _ := checkPatch(t, root, p); planned != 1 {
 		t.Errorf("%d plans made, want 1", planned)
+	}
+}
+
+// TestAppliedPlanSharesHunks: a hunk the as-applied diff writes as the
+// diff had it (three lines of context, matched where it says) is f's own
+// in AppliedPlan's File, parsed once; a hunk written otherwise (the diff
+// had one line of context) is built anew. Either way the File is Plan's
+// of the diff (checkPatch).
+func TestAppliedPlanSharesHunks(t *testing.T) {
+	var before, after strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&before, "\tvalue%d := compute(%d)\n", i, i)
+		if i%10 == 3 {
+			fmt.Fprintf(&after, "\tvalue%d := computeFaster(%d)\n", i, i)
+		} else {
+			fmt.Fprintf(&after, "\tvalue%d := compute(%d)\n", i, i)
+		}
+	}
+	for _, context := range []int{3, 1} {
+		root := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(root, "f.go"), []byte(before.String()), 0o644))
+		d, err := udiff.ToUnified("a/f.go", "b/f.go", before.String(), udiff.Lines(before.String(), after.String()), context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Plan(root, []byte(d), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := p.Files[0]
+		own := map[*hunk]bool{}
+		for _, j := range f.jobs {
+			own[j.h] = true
+		}
+		for _, ids := range [][]int{nil, {3}, {1, 2, 20}} {
+			_, g, ok := f.AppliedPlan(ids, true)
+			if g == nil || !ok {
+				t.Fatalf("context %d, ids %v: no plan", context, ids)
+			}
+			for _, j := range g.jobs {
+				if own[j.h] != (context == 3) {
+					t.Errorf("context %d, ids %v: hunk %d shared %v", context, ids, j.pub.Index, own[j.h])
+				}
+			}
+		}
+		if _, planned, all := checkPatch(t, root, p); planned != all {
+			t.Errorf("context %d: %d of %d as-applied diffs came with their plan", context, planned, all)
+		}
 	}
 }

@@ -69,7 +69,14 @@ type placement struct {
 }
 
 func newJob(h *hunk, pub *Hunk) *job {
-	j := &job{h: h, pub: pub, old: make([]string, 0, h.oldCount)}
+	j := makeJob(h, pub, make([]string, 0, h.oldCount))
+	return &j
+}
+
+// makeJob is newJob with the old lines appended to old (room for
+// h.oldCount of them, which the hunk's check made its number of old lines).
+func makeJob(h *hunk, pub *Hunk, old []string) job {
+	j := job{h: h, pub: pub, old: old}
 	first, last := -1, -1
 	for i, l := range h.lines {
 		if l.op != ' ' {

@@ -171,6 +171,7 @@ type source struct {
 	ws       *Workspace
 	readFile func(path string) ([]byte, bool, error)
 	seen     *pathCache // nil: ask the file system every time
+	bin      *textBin   // a streamed plan's texts handed back, reused (nil: none)
 }
 
 // pathCache remembers, for one Plan, what resolving a path and looking
@@ -221,6 +222,15 @@ func (s source) read(rel string) ([]byte, bool, error) {
 	}
 	// Through the workspace's os.Root, never blocking on a FIFO.
 	r, _ := within(s.ws.real, abs)
+	if s.bin != nil && s.bin.before != nil {
+		d, err := s.ws.dir()
+		if err != nil {
+			return nil, false, err
+		}
+		b, fi, err := readRegularInto(d, filepath.ToSlash(r), s.bin.before)
+		s.bin.before = nil
+		return b, fi != nil, err
+	}
 	return s.ws.readRel(filepath.ToSlash(r))
 }
 

@@ -1,6 +1,7 @@
 package diffapply
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -253,20 +254,54 @@ func unquote(s string) (string, error) {
 // when no body holds a "---"/"+++" pair go-diff would take for a file
 // header (D9), else one hunk at a time.
 func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
+	var p hunkParser
+	return p.parse(rhs)
+}
+
+// hunkParser parses the hunks of one file after another (parseHunks),
+// reusing between files what go-diff reads them through: the text streamed
+// and its buffered reader (go-diff's bufio.NewReader keeps a *bufio.Reader
+// of 4 KiB or more as it is, instead of a new one per file). go-diff copies
+// every line it keeps, so nothing it returns views the reused buffer.
+type hunkParser struct {
+	text hunkText
+	br   *bufio.Reader
+}
+
+func (p *hunkParser) parse(rhs []*rawHunk) ([]*hunk, error) {
 	risky := false
+	lines := 0
 	for _, rh := range rhs {
+		lines += len(rh.body)
 		for i, l := range rh.body {
 			if strings.HasPrefix(l, "---") && i+1 < len(rh.body) && strings.HasPrefix(rh.body[i+1], "+++") {
 				risky = true
 			}
 		}
 	}
+	// The hunks and their line tables are allocated once for the file,
+	// not once per hunk: a hunk's lines are at most its body's lines
+	// (markers are not lines).
+	hs := make([]hunk, len(rhs))
+	slab := make([]hunkLine, lines)
+	convert := func(i int, g *diff.Hunk) (*hunk, error) {
+		n := len(rhs[i].body)
+		err := convertHunk(&hs[i], rhs[i], g, slab[:0:n])
+		slab = slab[n:]
+		return &hs[i], err
+	}
 	if !risky {
-		gh, err := diff.NewHunksReaderOptions(&hunkText{hunks: rhs}, diff.ParseOptions{KeepCR: true}).ReadAllHunks()
+		p.text = hunkText{hunks: rhs, scratch: p.text.scratch}
+		if p.br == nil {
+			p.br = bufio.NewReader(&p.text)
+		} else {
+			p.br.Reset(&p.text)
+		}
+		gh, err := diff.NewHunksReaderOptions(p.br, diff.ParseOptions{KeepCR: true}).ReadAllHunks()
 		if err == nil && len(gh) == len(rhs) {
 			out := make([]*hunk, len(rhs))
 			for i, g := range gh {
-				if out[i], err = convertHunk(rhs[i], g); err != nil {
+				if out[i], err = convert(i, g); err != nil {
 					return nil, err
 				}
 			}
@@ -286,7 +321,7 @@ func parseHunks(rhs []*rawHunk) ([]*hunk, error) {
 			}
 			return nil, &ParseError{Line: rh.line, Msg: fmt.Sprintf("bad hunk %q", rh.headerLine), Err: err}
 		}
-		if out[i], err = convertHunk(rh, gh[0]); err != nil {
+		if out[i], err = convert(i, gh[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -348,9 +383,10 @@ func (t *hunkText) next() bool {
 	return false
 }
 
-// convertHunk turns go-diff's hunk into ours.
-func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
-	h := &hunk{
+// convertHunk turns go-diff's hunk into ours, h, its lines appended to
+// lines (empty, with room for them).
+func convertHunk(h *hunk, rh *rawHunk, g *diff.Hunk, lines []hunkLine) error {
+	*h = hunk{
 		oldStart: int(g.OrigStartLine), oldCount: int(g.OrigLines),
 		newStart: int(g.NewStartLine), newCount: int(g.NewLines),
 		numbered: rh.numbered, section: g.Section, line: rh.line,
@@ -369,7 +405,7 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 	}
 	canonical := !h.newNoNL
 	if text != "" {
-		h.lines = make([]hunkLine, 0, h.oldCount+h.newCount)
+		h.lines = lines
 		for text != "" {
 			l, rest, _ := strings.Cut(text, "\n")
 			text = rest
@@ -390,10 +426,10 @@ func convertHunk(rh *rawHunk, g *diff.Hunk) (*hunk, error) {
 		h.oldNoNL = true // a context line without newline: both sides
 	}
 	if err := h.check(); err != nil {
-		return nil, &ParseError{Line: rh.line, Msg: err.Error()}
+		return &ParseError{Line: rh.line, Msg: err.Error()}
 	}
 	h.eolPair = !h.oldNoNL && !h.newNoNL && endsWithSamePair(h.lines)
-	return h, nil
+	return nil
 }
 
 // endsWithSamePair reports whether the hunk's last old line and last new

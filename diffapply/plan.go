@@ -39,6 +39,11 @@ type Options struct {
 	// Protect lists directories that are never written, even inside the
 	// root: smith's own state folder (a diff must not forge its journal).
 	Protect []string
+	// NoHash leaves the files unhashed, for a plan that is reported and
+	// never written (smith apply --check: hashing every file was 4 % of
+	// its CPU on a 1 MB diff): an existing file's BeforeHash is
+	// HashNotTaken, which refuses any write it guards.
+	NoHash bool
 }
 
 // StripNone is Options.Strip for -p0: use names exactly as written.
@@ -88,7 +93,8 @@ type File struct {
 	lines lines
 	conv  string
 	jobs  []*job
-	root  string // the Patch's, for Writes
+	root  string   // the Patch's, for Writes
+	bin   *textBin // where Release hands the texts back (a streamed plan's)
 }
 
 // Hunk is one hunk of a File and the outcome of matching it.
@@ -141,9 +147,11 @@ func (c *Conflict) String() string {
 func (h *Hunk) OK() bool { return h.Conflict == nil && h.File.Conflict == nil }
 
 // Where describes the match: "at line 120 (offset +18, whitespace-insensitive)".
-func (h *Hunk) Where() string {
-	// Appended, not formatted: smith apply prints it for every hunk.
-	b := make([]byte, 0, 64)
+func (h *Hunk) Where() string { return string(h.AppendWhere(make([]byte, 0, 64))) }
+
+// AppendWhere appends Where to b: appended, not formatted, since smith
+// apply prints it for every hunk.
+func (h *Hunk) AppendWhere(b []byte) []byte {
 	b = append(b, "at line "...)
 	b = strconv.AppendInt(b, int64(h.Line), 10)
 	b = append(b, " ("...)
@@ -175,8 +183,7 @@ func (h *Hunk) Where() string {
 	case LevelFuzz:
 		note("fuzz " + strconv.Itoa(h.Fuzz) + ", whitespace-insensitive")
 	}
-	b = append(b, ')')
-	return string(b)
+	return append(b, ')')
 }
 
 // Describe is a one-line report: "src/a.go: hunk 2 matches at line 120
@@ -216,6 +223,7 @@ func (p *Patch) Conflicts() (hunks []*Hunk, files []*File) {
 func Plan(root string, diff []byte, opts Options) (*Patch, error) {
 	var files []*File
 	p, err := PlanFiles(root, diff, opts, func(f *File) error {
+		f.bin = nil // kept: Release leaves it whole
 		files = append(files, f)
 		return nil
 	})
@@ -268,7 +276,10 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 		return nil, fmt.Errorf("reading %s: %w", from, err)
 	}
 	f.Before, f.Existed, f.BeforeHash = before, existed, HashAbsent
-	if existed {
+	switch {
+	case existed && opts.NoHash:
+		f.BeforeHash = HashNotTaken
+	case existed:
 		f.BeforeHash = Hash(before)
 	}
 	f.checkExistence(fd, exists)
@@ -281,22 +292,34 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 	} else {
 		text = string(before) // the caller's buffer: it may change after Plan
 	}
-	f.lines = splitLines(text)
+	f.lines = src.bin.splitLines(text)
 	f.conv = f.lines.convention()
 	m := &matcher{l: f.lines}
-	for i, h := range fd.hunks {
-		pub := &Hunk{
-			Index: i + 1, File: f, Header: headerOf(h), Numbered: h.numbered,
-			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
-			Body: bodyOf(h),
+	// The hunks, their jobs and the jobs' old lines are allocated once
+	// for the file, not once per hunk.
+	n, nold := len(fd.hunks), 0
+	for _, h := range fd.hunks {
+		nold += h.oldCount
+	}
+	if n > 0 {
+		pubs, jobs, olds := make([]Hunk, n), make([]job, n), make([]string, nold)
+		f.Hunks, f.jobs = make([]*Hunk, n), make([]*job, n)
+		for i, h := range fd.hunks {
+			pubs[i] = Hunk{
+				Index: i + 1, File: f, Header: headerOf(h), Numbered: h.numbered,
+				OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
+				Body: bodyOf(h),
+			}
+			k := min(h.oldCount, len(olds))
+			jobs[i] = makeJob(h, &pubs[i], olds[:0:k])
+			olds = olds[k:]
+			f.Hunks[i], f.jobs[i] = &pubs[i], &jobs[i]
 		}
-		f.Hunks = append(f.Hunks, pub)
-		f.jobs = append(f.jobs, newJob(h, pub))
 	}
 	if f.Conflict == nil {
 		m.locate(f.jobs, opts.Strict)
 	}
-	f.After = f.render(nil)
+	f.After = f.renderInto(src.bin.takeAfter(), nil)
 	if f.Op == OpModify && len(f.After) == 0 && len(fd.hunks) > 0 && allOK(f) && emptiesFile(fd) {
 		f.Op = OpDelete // "+0,0": the new side is no file at all (GNU patch does the same)
 	}
@@ -305,6 +328,9 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 	}
 	if f.Op == OpDelete {
 		f.After = nil
+	}
+	if src.bin != nil && src.readFile == nil {
+		f.bin = src.bin // the texts are all ours: Release may hand them back
 	}
 	return f, nil
 }

@@ -35,7 +35,11 @@ func (f *File) placed(ids []int) []*job {
 	return ps
 }
 
-func (f *File) render(ids []int) []byte {
+func (f *File) render(ids []int) []byte { return f.renderInto(nil, ids) }
+
+// renderInto is render into buf when buf has room for the result (a File
+// handed back, see Release), else into a buffer of its own.
+func (f *File) renderInto(buf []byte, ids []int) []byte {
 	ps := f.placed(ids)
 	l := f.lines
 	// Built in place, the size known up front: this runs for every file
@@ -48,7 +52,10 @@ func (f *File) render(ids []int) []byte {
 			}
 		}
 	}
-	out := make([]byte, 0, size)
+	out := buf[:0]
+	if cap(out) < size {
+		out = make([]byte, 0, size)
+	}
 	emit := func(text, eol string) {
 		out = append(out, text...)
 		out = append(out, eol...)

@@ -9,8 +9,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/google/go-cmp/cmp"
@@ -138,6 +140,20 @@ var planModes = []struct {
 	{"reader-7", func(root string, diff []byte, opts Options) (*Patch, error) {
 		return collect(root, diffSource{r: bytes.NewReader(diff), size: int64(len(diff))}, opts, 0, 7)
 	}},
+	{"released", func(root string, diff []byte, opts Options) (*Patch, error) {
+		// Each file copied whole, then handed back: the plan reuses its
+		// memory for the next file, which must change nothing of either.
+		var files []*File
+		p, err := PlanFiles(root, diff, opts, func(f *File) error {
+			files = append(files, keepOf(f))
+			f.Release()
+			return nil
+		})
+		if p != nil {
+			p.Files = files
+		}
+		return p, err
+	}},
 	{"PlanReader", func(root string, diff []byte, opts Options) (*Patch, error) {
 		var files []*File
 		p, err := PlanReader(root, bytes.NewReader(diff), int64(len(diff)), opts, func(f *File) error {
@@ -149,6 +165,19 @@ var planModes = []struct {
 		}
 		return p, err
 	}},
+}
+
+// keepOf copies f with its own texts and line tables, which Release
+// hands back; its hunks are f's.
+func keepOf(f *File) *File {
+	g := *f
+	g.bin = nil
+	g.Before, g.After = bytes.Clone(f.Before), bytes.Clone(f.After)
+	g.lines = lines{text: make([]string, len(f.lines.text)), eol: slices.Clone(f.lines.eol)}
+	for i, s := range f.lines.text {
+		g.lines.text[i] = strings.Clone(s)
+	}
+	return &g
 }
 
 func collect(root string, src diffSource, opts Options, min, piece int) (*Patch, error) {
@@ -402,5 +431,93 @@ func TestWhere(t *testing.T) {
 				t.Errorf("level %q offset %d: %q, want %q", lv, off, h.Where(), want)
 			}
 		}
+	}
+}
+
+// TestReleaseReusesMemory: a file handed back (File.Release) lends its
+// memory to the next file of the streamed plan, which reads, splits and
+// renders into it; one not handed back keeps its own; and each file's
+// plan is the one it has without any reuse.
+func TestReleaseReusesMemory(t *testing.T) {
+	root := t.TempDir()
+	var diff strings.Builder
+	files := map[string][]byte{}
+	for i, name := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		var before, after strings.Builder
+		for k := range 40 {
+			fmt.Fprintf(&before, "file %d line %d\n", i, k)
+			if k == 20 {
+				fmt.Fprintf(&after, "file %d line %d changed\n", i, k)
+			} else {
+				fmt.Fprintf(&after, "file %d line %d\n", i, k)
+			}
+		}
+		files[name] = []byte(before.String())
+		diff.WriteString(unifiedGit(name, before.String(), after.String()))
+	}
+	writeBytes(t, root, files)
+	want, err := Plan(root, []byte(diff.String()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type mem struct{ before, after *byte }
+	var seen []mem
+	i := 0
+	_, err = PlanFiles(root, []byte(diff.String()), Options{}, func(f *File) error {
+		w := want.Files[i]
+		if !bytes.Equal(f.Before, w.Before) || !bytes.Equal(f.After, w.After) || f.BeforeHash != w.BeforeHash {
+			t.Errorf("%s: planned with reused memory, it differs from Plan's", f.Path)
+		}
+		seen = append(seen, mem{unsafe.SliceData(f.Before), unsafe.SliceData(f.After)})
+		if i != 1 { // b.txt is kept: it has a.txt's memory, c.txt new memory, d.txt c.txt's
+			f.Release()
+			if f.Before != nil || f.After != nil {
+				t.Errorf("%s: Release left its texts", f.Path)
+			}
+		}
+		i++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 4 {
+		t.Fatalf("%d files planned, want 4", len(seen))
+	}
+	if seen[1] != seen[0] || seen[3] != seen[2] {
+		t.Errorf("b.txt and d.txt did not reuse the memory a.txt and c.txt handed back: %v", seen)
+	}
+	if seen[2].before == seen[1].before || seen[2].after == seen[1].after {
+		t.Errorf("c.txt was given b.txt's memory while b.txt was still in use: %v", seen)
+	}
+	// A File of Plan is not a stream's: Release leaves it whole.
+	f := want.Files[0]
+	f.Release()
+	if f.Before == nil || f.After == nil {
+		t.Errorf("Release of a File of Plan dropped its texts")
+	}
+}
+
+// TestNoHashRefusesWrites: a plan without hashes (Options.NoHash, smith
+// apply --check) reports the same, and its writes are refused rather than
+// left unguarded.
+func TestNoHashRefusesWrites(t *testing.T) {
+	root := t.TempDir()
+	writeBytes(t, root, map[string][]byte{"f.txt": []byte("one\ntwo\nthree\n")})
+	diff := []byte(unifiedGit("f.txt", "one\ntwo\nthree\n", "one\nTWO\nthree\n"))
+	p, err := Plan(root, diff, Options{NoHash: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.Files[0].BeforeHash; h != HashNotTaken {
+		t.Fatalf("BeforeHash %q, want %q", h, HashNotTaken)
+	}
+	err = p.Apply(t.Context(), nil, "")
+	var stale *StaleError
+	if !errors.As(err, &stale) {
+		t.Fatalf("Apply of a plan without hashes: %v, want a StaleError", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "f.txt")); string(b) != "one\ntwo\nthree\n" {
+		t.Fatalf("the file was written: %q", b)
 	}
 }

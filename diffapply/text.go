@@ -34,9 +34,17 @@ func (e eol) String() string {
 	return ""
 }
 
-func splitLines(s string) lines {
+// splitLines splits s into lines, into the line tables of a File handed
+// back (Release) when they can hold s's lines (b may be nil).
+func (b *textBin) splitLines(s string) lines {
 	n := strings.Count(s, "\n") + 1
-	l := lines{text: make([]string, 0, n), eol: make([]eol, 0, n)}
+	var l lines
+	if b != nil && cap(b.text) >= n && cap(b.eol) >= n {
+		l = lines{text: b.text[:0], eol: b.eol[:0]}
+		b.text, b.eol = nil, nil
+	} else {
+		l = lines{text: make([]string, 0, n), eol: make([]eol, 0, n)}
+	}
 	for s != "" {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {
@@ -123,3 +131,8 @@ func HashOfDigest(hexDigest string) string { return "sha256:" + hexDigest }
 
 // HashAbsent is the ExpectHash of a file that must not exist.
 const HashAbsent = "absent"
+
+// HashNotTaken is the BeforeHash of an existing file planned with
+// Options.NoHash. It is no file's Hash, so a write it guards is refused
+// (Commit reports the file changed since the plan).
+const HashNotTaken = "not-hashed"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/smith-dev/smith/diffapply"
@@ -83,6 +84,7 @@ func writeReport(s *IOStreams, res *applyResult) {
 	}
 	verb := map[string]string{"applied": "applied", "checked": "applies", "conflict": "would apply", "failed": "would apply"}[res.Result]
 	var conflicted bool
+	var line []byte // one hunk's line, appended rather than formatted: there is one per hunk
 	for _, f := range p.Files {
 		if len(f.Hunks) == 0 {
 			if f.Conflict != nil {
@@ -100,7 +102,15 @@ func writeReport(s *IOStreams, res *applyResult) {
 				writeConflict(s, h)
 				continue
 			}
-			fmt.Fprintf(s.Out, "%s: hunk %d %s %s%s\n", f.Path, h.Index, verb, h.Where(), idNote(p, h))
+			line = append(line[:0], f.Path...)
+			line = append(line, ": hunk "...)
+			line = strconv.AppendInt(line, int64(h.Index), 10)
+			line = append(line, ' ')
+			line = append(line, verb...)
+			line = append(line, ' ')
+			line = h.AppendWhere(line)
+			line = append(appendIDNote(line, p, h), '\n')
+			s.Out.Write(line)
 		}
 	}
 	switch res.Result {
@@ -126,11 +136,15 @@ func writeReport(s *IOStreams, res *applyResult) {
 	}
 }
 
-func idNote(p *diffapply.Patch, h *diffapply.Hunk) string {
+// appendIDNote appends " [id N]", the hunk's id across the diff, unless
+// the diff has one file (where its index is its id).
+func appendIDNote(b []byte, p *diffapply.Patch, h *diffapply.Hunk) []byte {
 	if len(p.Files) == 1 {
-		return ""
+		return b
 	}
-	return fmt.Sprintf(" [id %d]", h.ID)
+	b = append(b, " [id "...)
+	b = strconv.AppendInt(b, int64(h.ID), 10)
+	return append(b, ']')
 }
 
 func describeOp(f *diffapply.File) string {

@@ -94,6 +94,10 @@ const planBudget = 8 << 20
 func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int, keep keepDiffs, lim *memLimit) (*streamedApply, error) {
 	sa := &streamedApply{diffs: map[*diffapply.File]string{}, plans: map[*diffapply.File]*diffapply.File{}, unfaithful: map[*diffapply.File]bool{}, spooled: map[*diffapply.File]spool.Range{}}
 	withDiffs := keep != noDiffs
+	if !withDiffs {
+		// Reported, never written: no write needs the files' hashes.
+		opts.NoHash = true
+	}
 	if keep == diffsSpooled {
 		sa.spool = spool.New("", "smith-apply-*.diffs")
 	}
@@ -150,6 +154,11 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			sa.diffs[d] = diff
 		}
 		files = append(files, d)
+		if sa.plans[d] == nil {
+			// Nothing views f's texts any more (its diff is a copy, its
+			// description has none): the plan reuses their memory.
+			f.Release()
+		}
 		return nil
 	}
 	var p *diffapply.Patch
@@ -183,13 +192,15 @@ func describe(f *diffapply.File) *diffapply.File {
 		Conflict: f.Conflict, Existed: f.Existed, BeforeHash: f.BeforeHash,
 		Hunks: make([]*diffapply.Hunk, len(f.Hunks)),
 	}
+	hs := make([]diffapply.Hunk, len(f.Hunks)) // one allocation for the file's
 	for i, h := range f.Hunks {
-		c := *h
+		c := &hs[i]
+		*c = *h
 		c.File = d
 		if h.OK() {
 			c.Header, c.Body = "", "" // the report shows them for conflicts only
 		}
-		d.Hunks[i] = &c
+		d.Hunks[i] = c
 	}
 	return d
 }
