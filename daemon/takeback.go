@@ -85,14 +85,20 @@ func (e *Engine) takeBackEdits(ctx context.Context, label string, ed Editor, fes
 	var back []FileEdit
 	var at []int // out's index of each of back
 	for i, fe := range fes {
+		if fe.Delete {
+			// The editor deleted the file (on disk, as an LSP editor's
+			// delete operation does); whether it still has a buffer of it
+			// or not, a create through it would be refused or make a new
+			// buffer: the file is written back on disk.
+			out[i] = e.restoreDeleted(ctx, fe)
+			continue
+		}
 		text, v, ok := ed.Document(fe.Path)
 		switch {
-		case fe.Delete && !ok:
-			out[i] = e.restoreDeleted(ctx, fe)
 		case !ok || !bytes.Equal(text, fe.NewText):
 			out[i] = takeBackResult{said: e.relName(fe.Path) + " changed since smith wrote it; left as it is"}
 		default:
-			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Create: fe.Delete, Delete: fe.Create})
+			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Delete: fe.Create})
 			at = append(at, i)
 		}
 	}
