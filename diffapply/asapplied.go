@@ -67,6 +67,22 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 	return diff, g, true
 }
 
+// CheckedDiff is Diff (go-udiff's diff of the whole file, whose hunks are
+// coarser than AppliedDiff's on a large file) and, as AppliedPlan's ok,
+// whether planning it against Before gives Render(ids). Only a carriage
+// return can make a unified diff say something else than the plan (a
+// lone CR ending a file, or in a line's text: see AppliedPlan), so the
+// diff is planned to check it only when Before or the result holds one.
+func (f *File) CheckedDiff(ids []int) (diff string, ok bool) {
+	oldLabel, newLabel, after := f.diffSides(ids)
+	diff = udiff.Unified(oldLabel, newLabel, string(f.Before), string(after))
+	if diff == "" || bytes.IndexByte(f.Before, '\r') < 0 && bytes.IndexByte(after, '\r') < 0 {
+		return diff, true
+	}
+	g := f.planApplied(diff)
+	return diff, g != nil && g.Conflict == nil && allOK(g) && bytes.Equal(g.After, after)
+}
+
 // planApplied plans d, an as-applied diff of f, against f's text before,
 // as the engine plans a change (its one file named by f's source path);
 // nil when it cannot.

@@ -54,6 +54,15 @@ func checkAppliedDiff(t *testing.T, root string, f *File, ids []int) (fast, plan
 		// Built from the plan or planned: Plan's File of the diff either way.
 		samePlan(t, g, res, got)
 	}
+	// go-udiff's diff (a large patch's): CheckedDiff says whether it is
+	// faithful, planning it only when there is a carriage return.
+	cd, cok := f.CheckedDiff(ids)
+	if cd != slow {
+		t.Fatalf("%s ids %v: CheckedDiff's diff is not Diff's", f.Path, ids)
+	}
+	if res := replan(t, root, f, slow, false); cok != (res != nil && bytes.Equal(res.After, after)) {
+		t.Fatalf("%s ids %v: CheckedDiff says faithful %v, planning go-udiff's diff says otherwise\n%s", f.Path, ids, cok, slow)
+	}
 	return fast, g != nil
 }
 
