@@ -31,10 +31,11 @@ func (f *File) AppliedDiff(ids []int) string {
 //   - plan, when not nil, is the File that Plan of the diff against
 //     Before gives (Path is f's, ID 1, hunk IDs 1 to n), so that the
 //     caller need not plan it again. For a modification of an existing
-//     file whose diff was written from the plan without "\ No newline at
-//     end of file" and without a carriage return other than a CRLF line
-//     end, it is built from the plan (the same hunks, headers, bodies and
-//     matches, each exact at the line it states); otherwise it is planned.
+//     file, a creation or a whole deletion whose diff was written from the
+//     plan without "\ No newline at end of file" and without a carriage
+//     return other than a CRLF line end, it is built from the plan (the
+//     same hunks, headers, bodies and matches, each exact at the line it
+//     states); otherwise it is planned.
 //   - ok is false when planning the diff against Before does not give
 //     Render(ids): a text with carriage returns a unified diff does not
 //     carry (a lone CR ending a file, or a line's text) can make go-udiff's
@@ -56,7 +57,7 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 		return diff, nil, true
 	}
 	if fast {
-		if g := f.appliedFile(diff, hunks, edits, after, ps); g != nil {
+		if g := f.appliedFile(oldLabel, newLabel, diff, hunks, edits, after, ps); g != nil {
 			return diff, g, true
 		}
 	}
@@ -374,8 +375,20 @@ func appendRange(b []byte, side string, start, count int) []byte {
 // when it shares every chosen hunk of f, placed where f placed them, it
 // renders what f renders for them (the same lines of the same text: after)
 // and is not rendered again to check it.
-func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
-	if f.Op != OpModify || !f.Existed || f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
+	if f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+		return nil
+	}
+	// What Plan reads the diff's names as: a creation from /dev/null, a
+	// deletion to it (diffSides writes those for a creation, and for a
+	// deletion of all its hunks), else a modification.
+	op := OpModify
+	switch {
+	case oldLabel == "/dev/null" && f.Op == OpCreate:
+		op = OpCreate
+	case newLabel == "/dev/null" && f.Op == OpDelete && f.Existed:
+		op = OpDelete
+	case f.Op != OpModify || !f.Existed:
 		return nil
 	}
 	l := f.lines
@@ -426,7 +439,7 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 		}
 		return canonical, true
 	}
-	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
+	g := &File{ID: 1, Path: f.Path, Op: op, Existed: f.Existed, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
 	shared := len(hunks) == len(ps)
 	for i, wh := range hunks {
 		oldStart, newStart := statedStart(wh.from+1, wh.oldCount), statedStart(wh.newStart, wh.newCount)
@@ -499,7 +512,7 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 			return nil
 		}
 	}
-	g.After = after
+	g.After = after // nil for a deletion, as Plan leaves it
 	return g
 }
 
