@@ -117,7 +117,10 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
 		switch {
-		case !withDiffs || !selectsFile(f, ids):
+		case !withDiffs || !selectsFile(f, ids) || f.Op == diffapply.OpCopy || f.Mode != 0:
+			// No diff for a copy or a mode change either: the engine does
+			// not write those, and applyJournalled writes such a patch
+			// without it before it asks for any diff of theirs.
 		case sa.spool != nil:
 			// go-udiff's diff, as the engine recorded before AppliedDiff:
 			// on a large file it gives up on the fine diff and records a
