@@ -441,6 +441,9 @@ func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, ed
 	}
 	g := &File{ID: 1, Path: f.Path, Op: op, Existed: f.Existed, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
 	shared := len(hunks) == len(ps)
+	// The File's hunks and jobs, allocated once.
+	pubs, jobs := make([]Hunk, len(hunks)), make([]job, len(hunks))
+	g.Hunks, g.jobs = make([]*Hunk, 0, len(hunks)), make([]*job, 0, len(hunks))
 	for i, wh := range hunks {
 		oldStart, newStart := statedStart(wh.from+1, wh.oldCount), statedStart(wh.newStart, wh.newCount)
 		if shared {
@@ -463,13 +466,13 @@ func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, ed
 			if shared {
 				// f's hunk is the one Plan of d reads: its lines, header
 				// and body as they are.
-				pub := &Hunk{
+				pubs[i] = Hunk{
 					ID: i + 1, Index: i + 1, File: g, Header: j.pub.Header, Numbered: true,
 					OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
 					Body: j.pub.Body,
 				}
-				g.Hunks = append(g.Hunks, pub)
-				g.jobs = append(g.jobs, &job{h: h, old: j.old, lead: j.lead, trail: j.trail, pub: pub})
+				jobs[i] = job{h: h, old: j.old, lead: j.lead, trail: j.trail, pub: &pubs[i]}
+				g.Hunks, g.jobs = append(g.Hunks, &pubs[i]), append(g.jobs, &jobs[i])
 				continue
 			}
 		}
@@ -488,13 +491,13 @@ func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, ed
 		if canonical {
 			h.body = d[wh.body[0]:wh.body[1]]
 		}
-		pub := &Hunk{
+		pubs[i] = Hunk{
 			ID: i + 1, Index: i + 1, File: g, Header: headerOf(h), Numbered: true,
 			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
 			Body: bodyOf(h),
 		}
-		g.Hunks = append(g.Hunks, pub)
-		g.jobs = append(g.jobs, newJob(h, pub))
+		jobs[i] = makeJob(h, &pubs[i], make([]string, 0, h.oldCount))
+		g.Hunks, g.jobs = append(g.Hunks, &pubs[i]), append(g.jobs, &jobs[i])
 	}
 	m := &matcher{l: l}
 	m.locate(g.jobs, false)
