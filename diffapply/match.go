@@ -98,6 +98,9 @@ func makeJob(h *hunk, pub *Hunk, old []string) job {
 // a hunk that fits exactly where it says claims its lines before another
 // hunk searches the file.
 func (m *matcher) locate(jobs []*job, strict bool) {
+	if m.claims == nil {
+		m.claims = make([]span, 0, len(jobs)) // one claim per hunk, mostly
+	}
 	for _, st := range rungs(strict) {
 		for _, j := range jobs {
 			if !j.done {
