@@ -126,6 +126,14 @@ type client struct {
 	wake   chan struct{}
 	reads  []string
 	writes map[string]string // path -> content written through fs/write_text_file
+	// save: a write also goes to disk, as an editor that saves what an
+	// agent writes (Zed does).
+	save bool
+	// noRead: with fs, declare fs.writeTextFile only.
+	noRead bool
+	// onWrite, when not nil, runs before each fs/write_text_file; an
+	// error fails that write, and nothing of it is written.
+	onWrite func(p sdk.WriteTextFileRequest) error
 	// permit answers a permission request; nil answers allow_once.
 	permit func(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
 }
@@ -164,13 +172,30 @@ func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (s
 }
 
 func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	if c.onWrite != nil {
+		if err := c.onWrite(p); err != nil {
+			return sdk.WriteTextFileResponse{}, err
+		}
+	}
+	return sdk.WriteTextFileResponse{}, c.edit(p.Path, p.Content)
+}
+
+// edit puts text in path's buffer (and on disk, with save): what a write
+// through fs/write_text_file does, and what the user does by typing.
+func (c *client) edit(path, text string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.writes == nil {
 		c.writes = map[string]string{}
 	}
-	c.writes[p.Path] = p.Content
-	return sdk.WriteTextFileResponse{}, nil
+	c.writes[path] = text
+	if c.save {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(path, []byte(text), 0o644)
+	}
+	return nil
 }
 
 func (c *client) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
@@ -346,7 +371,7 @@ func (p *agentProc) session(t *testing.T, f *fixture) sdk.SessionId {
 	ctx := ctxT(t)
 	caps := sdk.ClientCapabilities{}
 	if p.c.fs {
-		caps.Fs = sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+		caps.Fs = sdk.FileSystemCapabilities{ReadTextFile: !p.c.noRead, WriteTextFile: true}
 	}
 	if _, err := p.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 		t.Fatal(err)

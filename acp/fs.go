@@ -2,14 +2,17 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/diffapply"
 )
 
 // fsTimeout bounds one fs/* request: the engine asks for a file while it
@@ -78,16 +81,54 @@ func (a *agent) readText(path string) (string, error) {
 	defer cancel()
 	r, err := a.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sdk.SessionId(sid), Path: path})
 	if err != nil {
-		return "", err
+		return "", clientError(err)
 	}
 	return r.Content, nil
+}
+
+// answered is an error the client answered an fs/* request with, worded
+// for the user: the SDK's own text for it is the JSON-RPC error object
+// ({"code":-32603,"message":"Internal error","data":{...}}), which smith
+// would otherwise put in a tool call as it is.
+type answered struct{ e *sdk.RequestError }
+
+func (a answered) Error() string {
+	msg := "the client answered: " + a.e.Message
+	d := a.e.Data
+	if m, ok := d.(map[string]any); ok && len(m) == 1 {
+		for _, v := range m {
+			d = v // {"error": "..."}, {"details": "..."}: the text says it
+		}
+	}
+	switch d := d.(type) {
+	case nil:
+		return msg
+	case string:
+		return msg + ": " + d
+	}
+	if b, err := json.Marshal(d); err == nil {
+		msg += " " + string(b)
+	}
+	return msg
+}
+
+func (a answered) Unwrap() error { return a.e }
+
+// clientError words err as answered when the client answered with it.
+func clientError(err error) error {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		return answered{re}
+	}
+	return err
 }
 
 // ApplyEdit writes through fs/write_text_file, all or none: before writing
 // it checks (when the client can read) that each file still holds the text
 // the engine planned against, and that a file to create does not exist on
 // disk yet, and if a later write fails it puts the earlier files back (a
-// file it created is removed from the disk, the one undo ACP cannot say).
+// file it created is removed from the disk, the one undo ACP cannot say),
+// each only while it still holds what smith wrote (rollBack).
 // A deletion, or a client without fs.writeTextFile, is
 // daemon.ErrUnsupported before anything is written: the engine then
 // writes on disk, guarded by the text it read.
@@ -130,28 +171,127 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	}
 	for i, e := range edits {
 		if err := a.writeText(ctx, sid, e.Path, string(e.NewText)); err != nil {
-			for _, done := range edits[:i] {
-				if done.Create {
-					if berr := os.Remove(done.Path); berr != nil && !errors.Is(berr, os.ErrNotExist) {
-						a.log.Warn("cannot remove a file created by a failed write", "path", done.Path, "err", berr)
-					}
-					continue
-				}
-				if berr := a.writeText(context.WithoutCancel(ctx), sid, done.Path, string(done.OldText)); berr != nil {
-					a.log.Warn("cannot put a file back after a failed write", "path", done.Path, "err", berr)
-				}
-			}
-			return fmt.Errorf("fs/write_text_file %s: %w", e.Path, err)
+			// The take-back runs to its end even when ctx is cancelled:
+			// stopping it halfway would leave some files written, some not.
+			return a.rollBack(context.WithoutCancel(ctx), sid, caps.Fs.ReadTextFile, edits[:i], fmt.Errorf("fs/write_text_file %s: %w", e.Path, err))
 		}
 	}
 	return nil
+}
+
+// rollBack takes back the writes of an ApplyEdit made before one of its
+// writes failed (failed says which and why), so that the edit stays all
+// or none — but only where that loses nothing. Between smith's write and
+// now, someone (the user typing in the editor, the agent, another tool)
+// may have changed a file; putting smith's text before back over it, or
+// removing a file smith created, would then throw their text away
+// silently. So each file is taken back only while it holds exactly the
+// text smith wrote, and is otherwise left as it is. The error names every
+// file and what became of it: the user sees it in the tool call (or the
+// /undo answer) and must know which files to review.
+func (a *agent) rollBack(ctx context.Context, sid string, canRead bool, done []daemon.FileEdit, failed error) error {
+	if len(done) == 0 {
+		return writeFailed(failed.Error() + "; nothing was written")
+	}
+	parts := make([]string, 0, len(done))
+	left := false
+	for _, e := range done {
+		what, ok := a.takeBack(ctx, sid, canRead, e)
+		if !ok {
+			left = true
+			a.log.Warn("a file written before a failed fs/write_text_file is left as it is", "path", e.Path, "why", what)
+		}
+		parts = append(parts, e.Path+" "+what)
+	}
+	msg := fmt.Sprintf("%v. The files smith had written before it: %s.", failed, strings.Join(parts, ". "))
+	if left {
+		msg += " Review the files left as they are: they may hold part of smith's edit."
+	}
+	return writeFailed(msg)
+}
+
+// writeFailed is the error of an ApplyEdit whose write failed: its text
+// says what became of every file, and the engine passes it on as it is
+// (daemon.ErrEditorWrite).
+type writeFailed string
+
+func (w writeFailed) Error() string        { return string(w) }
+func (w writeFailed) Is(target error) bool { return target == daemon.ErrEditorWrite }
+
+// takeBack undoes one write of a failed ApplyEdit when the file still
+// holds what smith wrote: an edited file gets its text before back through
+// fs/write_text_file, a created file is removed from the disk. ok false
+// means the file was left as it is, what saying why; ok true, what says
+// what was done.
+//
+// What "still holds" is checked against: with fs.readTextFile, the
+// client's text. smith's write went through the client into the editor's
+// buffer, and the put-back goes there too: the buffer is what it would
+// overwrite, and text typed in it since is on no disk until it is saved,
+// so a check of the disk alone would pass and lose it. Without
+// fs.readTextFile, smith cannot see the buffer and the disk is all it can
+// check (as the engine's own write is then planned against the disk). A
+// removal acts on the disk, so a created file must hold smith's text there
+// as well (diffapply checks it again right before removing it); with
+// fs.readTextFile the client's buffer of it must hold it too, else the
+// user's unsaved text would be left in a buffer whose file smith deleted.
+//
+// ACP has no conditional write: a change that lands between the check and
+// the put-back is not seen. The check runs right before each step to keep
+// that window as short as a round trip.
+func (a *agent) takeBack(ctx context.Context, sid string, canRead bool, e daemon.FileEdit) (what string, ok bool) {
+	const changed = "changed since smith wrote it; left as it is"
+	if canRead {
+		now, err := a.readText(e.Path)
+		if err != nil {
+			return fmt.Sprintf("cannot be read back through fs/read_text_file (%v), so smith cannot tell whether it changed since smith wrote it; left as it is", err), false
+		}
+		if now != string(e.NewText) {
+			return changed, false
+		}
+	}
+	if e.Create {
+		switch _, err := os.Lstat(e.Path); {
+		case errors.Is(err, os.ErrNotExist):
+			return "is not on disk (the editor holds it unsaved) and ACP cannot delete a file; left as it is: close it without saving", false
+		case err != nil:
+			return fmt.Sprintf("cannot be checked on disk (%v); left as it is", err), false
+		}
+		a.mu.Lock()
+		files := a.files
+		a.mu.Unlock()
+		if files == nil {
+			return "cannot be removed: the workspace is closed; left as it is", false
+		}
+		rm := diffapply.Write{Path: e.Path, ExpectHash: diffapply.Hash(e.NewText)} // no Content: a removal
+		if err := files.Commit(ctx, []diffapply.Write{rm}, ""); err != nil {
+			if errors.Is(err, diffapply.ErrStale) {
+				return changed, false
+			}
+			return fmt.Sprintf("cannot be removed (%v); left as it is", err), false
+		}
+		return "was removed (smith had created it)", true
+	}
+	if !canRead {
+		b, err := os.ReadFile(e.Path)
+		if err != nil {
+			return fmt.Sprintf("cannot be read back from disk (%v), so smith cannot tell whether it changed since smith wrote it; left as it is", err), false
+		}
+		if string(b) != string(e.NewText) {
+			return "does not hold on disk what smith wrote (changed since, or not saved by the editor: smith cannot read the editor's buffer without fs.readTextFile); left as it is", false
+		}
+	}
+	if err := a.writeText(ctx, sid, e.Path, string(e.OldText)); err != nil {
+		return fmt.Sprintf("cannot be put back: fs/write_text_file failed too (%v); it still holds smith's text", err), false
+	}
+	return "was put back", true
 }
 
 func (a *agent) writeText(ctx context.Context, sid, path, content string) error {
 	ctx, cancel := context.WithTimeout(ctx, fsTimeout)
 	defer cancel()
 	_, err := a.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sdk.SessionId(sid), Path: path, Content: content})
-	return err
+	return clientError(err)
 }
 
 // Notify: the ACP client learns of changes through tool calls, which the

@@ -117,11 +117,20 @@ type Editor interface {
 	// resource-operation capability) is an error wrapping ErrUnsupported,
 	// returned before anything changed: the engine then writes those files
 	// on disk, guarded by the text it read, and notifies fileChanged.
+	// An editor that writes file by file and fails halfway (an ACP
+	// client's fs/write_text_file) returns an error wrapping
+	// ErrEditorWrite that says what became of every file.
 	ApplyEdit(ctx context.Context, label string, edits []FileEdit) error
 	// Notify tells the front about something it did not ask for: a change
 	// re-validated by the watcher, a change written by the upstream.
 	Notify(n Notification)
 }
+
+// ErrEditorWrite marks an ApplyEdit error that is not a refusal of a
+// buffer that moved on but a write that failed, whose text says which
+// files the editor took back and which it left as they are: the engine
+// passes it on as it is, and does not guess at a changed buffer.
+var ErrEditorWrite = errors.New("the editor could not write the edit")
 
 // FileCreator is an Editor that also creates files it does not have
 // open: an ACP client with fs.writeTextFile writes any path it is given

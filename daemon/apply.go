@@ -122,6 +122,10 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			}
 			continue
 		}
+		if errors.Is(err, ErrEditorWrite) {
+			e.takeBack(ctx, label, done, byEd)
+			return fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, editPaths(byEd[ed]), err)
+		}
 		if err != nil {
 			e.takeBack(ctx, label, done, byEd)
 			return fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err)

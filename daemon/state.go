@@ -2,17 +2,16 @@ package daemon
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,14 +159,9 @@ type stateFile struct {
 }
 
 func newStateFile(s store, p *persisted) (*stateFile, error) {
-	head, err := json.Marshal(struct {
-		Version   int    `json:"version"`
-		Workspace string `json:"workspace"`
-	}{stateVersion, p.Workspace})
-	if err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
-	}
+	head := appendHead(nil, p.Workspace)
 	f := &stateFile{store: s, head: head, keepBelow: keepEncodedBelow}
+	var err error
 	// A state read from a file of this version is not encoded again until
 	// the change store saves it: the file holds that encoding already
 	// (changesFromFile), and a state of many changes is tens of megabytes.
@@ -176,7 +170,7 @@ func newStateFile(s store, p *persisted) (*stateFile, error) {
 			return nil, fmt.Errorf("encode state: %w", err)
 		}
 	}
-	if f.dialogs, err = json.Marshal(&p.dialogsState); err != nil {
+	if f.dialogs, err = encodeDialogs(&p.dialogsState); err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
 	return f, nil
@@ -211,44 +205,6 @@ func (f *stateFile) saveChanges(cs *changesState) error {
 	}
 	f.changes, f.held = b, false
 	return f.writeLocked()
-}
-
-// encodeChanges is json.Marshal(cs), encoded record by record into one
-// buffer of about hint bytes (the last encoding's size): json.Marshal of
-// the whole part grows its buffer by doubling and then copies it, which
-// for a state of many hunks (a patch of 25 files of 43 500 lines records
-// 108 750, 20 MB) is three times the encoding, held at once at every
-// save and at every start. It encodes into buf (whose bytes it
-// overwrites) when buf can hold about hint bytes.
-func encodeChanges(cs *changesState, hint int, buf []byte) ([]byte, error) {
-	shell := *cs
-	shell.Changes, shell.Undo = nil, nil
-	head, err := json.Marshal(&shell)
-	if err != nil {
-		return nil, err
-	}
-	// The members in the order of the struct: nextChange, nextUndo,
-	// changes, undo, then txn (whose text may hold anything: the first
-	// occurrences are the part's own members).
-	const changes, undo = `"changes":null`, `"undo":null`
-	i := bytes.Index(head, []byte(changes))
-	j := bytes.Index(head, []byte(undo))
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("encode state: unexpected layout %.80q", head)
-	}
-	out := buf[:0]
-	if size := max(hint+hint/8, len(head), sizeOfChanges(cs)) + 64; cap(buf) < size {
-		out = make([]byte, 0, size)
-	}
-	out = append(out, head[:i]...)
-	if out, err = appendList(out, `"changes":`, cs.Changes, appendChangeRecord); err != nil {
-		return nil, err
-	}
-	out = append(out, head[i+len(changes):j]...)
-	if out, err = appendList(out, `"undo":`, cs.Undo, appendUndoRecord); err != nil {
-		return nil, err
-	}
-	return append(out, head[j+len(undo):]...), nil
 }
 
 // sizeOfChanges is about the size of cs's records encoded, for the first
@@ -310,174 +266,10 @@ func changesFromFile(path string) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// appendList appends name and the JSON array of list (null when nil), as
-// json.Marshal writes it, one element at a time with enc.
-func appendList[T any](out []byte, name string, list []T, enc func(*json.Encoder, *appendWriter, T) error) ([]byte, error) {
-	out = append(out, name...)
-	if list == nil {
-		return append(out, "null"...), nil
-	}
-	w := &appendWriter{b: append(out, '[')}
-	je := json.NewEncoder(w)
-	for k, v := range list {
-		if k > 0 {
-			w.b = append(w.b, ',')
-		}
-		if err := enc(je, w, v); err != nil {
-			return nil, err
-		}
-	}
-	return append(w.b, ']'), nil
-}
-
-// appendWriter is an io.Writer that appends to b.
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// encodeTo appends v encoded by e (which writes to w) without the
-// newline Encode puts after it. An Encoder writes v straight onto w.b
-// (json.Marshal would copy it into a slice of its own first), and
-// encodes as json.Marshal does.
-func encodeTo(e *json.Encoder, w *appendWriter, v any) error {
-	if err := e.Encode(v); err != nil {
-		return err
-	}
-	w.b = w.b[:len(w.b)-1] // Encode's newline
-	return nil
-}
-
-// appendChangeRecord appends c as json.Marshal encodes it. Its hunks
-// (thousands in a large patch, each encoded at every save) are written
-// by appendHunks rather than by encoding/json's reflection, which was
-// most of a save's CPU; the rest of the record goes through the Encoder,
-// so that a member added to changeRecord is encoded without more ado.
-func appendChangeRecord(e *json.Encoder, w *appendWriter, c *changeRecord) error {
-	if c == nil || c.Hunks == nil {
-		return encodeTo(e, w, c)
-	}
-	r := *c
-	r.Hunks = nil
-	return encodeSpliced(e, w, &r, `,"hunks":null`, func(b []byte) []byte { return appendHunks(b, c.Hunks) })
-}
-
-// appendUndoRecord appends u as json.Marshal encodes it, its map of hunk
-// statuses (one entry per hunk of the change) by appendStringMap.
-func appendUndoRecord(e *json.Encoder, w *appendWriter, u *undoRecord) error {
-	if u == nil || u.Prev == nil {
-		return encodeTo(e, w, u)
-	}
-	r := *u
-	r.Prev = nil
-	return encodeSpliced(e, w, &r, `,"prevHunks":null`, func(b []byte) []byte { return appendStringMap(b, u.Prev) })
-}
-
-// encodeSpliced encodes v, in which one member is null, and writes val
-// in place of that null: member is the member as v's encoding holds it,
-// with the comma before it. It must be the first occurrence of member in
-// that encoding, as it is when every member before it is a string, a
-// number or an object without that name: within a JSON string a quote is
-// always escaped, so that `,"` is never inside one.
-func encodeSpliced(e *json.Encoder, w *appendWriter, v any, member string, val func([]byte) []byte) error {
-	start := len(w.b)
-	if err := encodeTo(e, w, v); err != nil {
-		return err
-	}
-	i := bytes.Index(w.b[start:], []byte(member))
-	if i < 0 {
-		return fmt.Errorf("encode state: no %s in %.80q", member, w.b[start:])
-	}
-	at := start + i + len(member) - len("null")
-	tail := append([]byte(nil), w.b[at+len("null"):]...)
-	w.b = append(val(w.b[:at]), tail...)
-	return nil
-}
-
-// appendHunks appends hs as json.Marshal encodes a []Hunk (not nil).
-// TestAppendHunksIsMarshal holds it to json.Marshal's bytes for every
-// member of Hunk, and fails when Hunk gains one that is not written here.
-func appendHunks(b []byte, hs []Hunk) []byte {
-	b = append(b, '[')
-	for i := range hs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		h := &hs[i]
-		b = append(b, `{"id":`...)
-		b = appendJSONString(b, h.ID)
-		b = append(b, `,"header":`...)
-		b = appendJSONString(b, h.Header)
-		b = append(b, `,"status":`...)
-		b = appendJSONString(b, h.Status)
-		b = append(b, `,"match":`...)
-		b = appendJSONString(b, h.Match)
-		b = append(b, `,"offset":`...)
-		b = strconv.AppendInt(b, int64(h.Offset), 10)
-		b = append(b, `,"oldStart":`...)
-		b = strconv.AppendInt(b, int64(h.OldStart), 10)
-		b = append(b, `,"oldLines":`...)
-		b = strconv.AppendInt(b, int64(h.OldLines), 10)
-		b = append(b, `,"newStart":`...)
-		b = strconv.AppendInt(b, int64(h.NewStart), 10)
-		b = append(b, `,"newLines":`...)
-		b = strconv.AppendInt(b, int64(h.NewLines), 10)
-		b = append(b, `,"text":`...)
-		b = appendJSONString(b, h.Text)
-		if h.Reason != "" {
-			b = append(b, `,"reason":`...)
-			b = appendJSONString(b, h.Reason)
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']')
-}
-
-// appendStringMap appends m as json.Marshal encodes a map[string]string
-// (not nil): its keys in order.
-func appendStringMap(b []byte, m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		b = appendJSONString(b, m[k])
-	}
-	return append(b, '}')
-}
-
-// appendJSONString appends s as json.Marshal encodes a string. A string
-// of printable ASCII that needs no escape (hunk ids, statuses, headers:
-// nearly all the state holds) is copied as it is; any other is encoded
-// by encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, err := json.Marshal(s)
-			if err != nil { // a string always encodes
-				panic(err)
-			}
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // saveDialogs encodes ds (the caller holds the dialog registry's lock) and
 // rewrites the file.
 func (f *stateFile) saveDialogs(ds *dialogsState) error {
-	b, err := json.Marshal(ds)
+	b, err := encodeDialogs(ds)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
@@ -692,6 +484,12 @@ type undoRecord struct {
 	// status from a write that happened.
 	Hunks    []string `json:"hunks,omitempty"`
 	PrevStat string   `json:"prevStatus"` // change status before the write
+
+	// prevJSON is Prev encoded (appendStringMap), kept from the first
+	// save that writes the record: Prev is never changed once the record
+	// is made, and every save writes every record (a large patch's holds
+	// thousands of hunks, whose keys the encoding sorts).
+	prevJSON []byte
 }
 
 // blobRef names file content: absent, or the sha256 of bytes kept in the
@@ -955,9 +753,14 @@ func syncDir(dir string) {
 	}
 }
 
+// randomHex is n random bytes in hex, for the names of packs and temp
+// files, which must not collide and need not be secret (see diffapply's
+// randomHex).
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b)
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
 	return hex.EncodeToString(b)
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -70,49 +69,138 @@ func TestEncodeChangesIsMarshal(t *testing.T) {
 	}
 }
 
-// TestAppendHunksIsMarshal: hunks and hunk-status maps encoded by hand
-// are json.Marshal's bytes, for every member of Hunk filled with text
-// that needs escaping (quotes, backslashes, HTML, control characters,
-// non-ASCII, invalid UTF-8, line separators) or not, and numbers of any
-// sign. A member added to Hunk is filled too, and fails the comparison
-// until appendHunks writes it.
-func TestAppendHunksIsMarshal(t *testing.T) {
+// TestEncodeChangesFilledAtRandomIsMarshal: the change store's part,
+// every member of every type in it filled at random (text that needs
+// escaping or not: quotes, backslashes, HTML, control characters,
+// non-ASCII, invalid UTF-8, line separators; numbers of any sign; nil,
+// empty and full lists, maps and pointers), is encoded by hand as
+// json.Marshal encodes it. A member added to any of these types is filled
+// too, and fails the comparison until state_encode.go writes it; a member
+// of a kind the filler does not know fails at once.
+func TestEncodeChangesFilledAtRandomIsMarshal(t *testing.T) {
 	t.Parallel()
-	texts := []string{"", "h12", "@@ -1,7 +1,7 @@ func main() {", `a "quoted" \ back`, "<&>", "tab\there\n", "\x00\x1f\x7f", "é ü 日本", "\xff\xfe bad", "\u2028\u2029", "}"}
-	ints := []int{0, 1, -1, 42, -987654321, 1 << 40}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	for n := range 400 {
-		hs := make([]Hunk, n%4)
-		for i := range hs {
-			v := reflect.ValueOf(&hs[i]).Elem()
-			for f := range v.NumField() {
-				switch fv := v.Field(f); fv.Kind() {
-				case reflect.String:
-					fv.SetString(texts[rnd.IntN(len(texts))])
-				case reflect.Int:
-					fv.SetInt(int64(ints[rnd.IntN(len(ints))]))
-				default:
-					t.Fatalf("Hunk.%s is a %s: teach appendHunks and this test to write it", v.Type().Field(f).Name, fv.Kind())
-				}
-			}
-		}
-		want, err := json.Marshal(hs)
+	for n := range 300 {
+		var cs changesState
+		fillRandom(t, rnd, reflect.ValueOf(&cs).Elem(), 0)
+		want, err := json.Marshal(&cs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendHunks([]byte("x"), hs); string(got) != "x"+string(want) {
-			t.Fatalf("appendHunks wrote\n%s\nwant json.Marshal's\nx%s", got, want)
-		}
-		m := map[string]string{}
-		for i := range n % 5 {
-			m[texts[rnd.IntN(len(texts))]+strconv.Itoa(i)] = texts[rnd.IntN(len(texts))]
-		}
-		if want, err = json.Marshal(m); err != nil {
+		got, err := encodeChanges(&cs, n%3*len(want)/2, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendStringMap(nil, m); string(got) != string(want) {
-			t.Fatalf("appendStringMap wrote\n%s\nwant json.Marshal's\n%s", got, want)
+		if n%2 == 0 { // again, with what the first encoding kept
+			if got, err = encodeChanges(&cs, 0, got); err != nil {
+				t.Fatal(err)
+			}
 		}
+		if string(got) != string(want) {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("state %d: encoded by hand, from byte %d:\n%.300s\njson.Marshal's:\n%.300s", n, i, got[i:], want[i:])
+		}
+	}
+}
+
+// TestHeadAndDialogsAreMarshal: the state file's head and its dialogs'
+// part are json.Marshal's bytes, with and without dialogs, with a
+// workspace path that needs escaping or not.
+func TestHeadAndDialogsAreMarshal(t *testing.T) {
+	t.Parallel()
+	for _, ws := range []string{"/w/a", `/w/"<&>" é`, "/w/\xff"} {
+		want, err := json.Marshal(struct {
+			Version   int    `json:"version"`
+			Workspace string `json:"workspace"`
+		}{stateVersion, ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendHead(nil, ws); string(got) != string(want) {
+			t.Errorf("head of %q: %s, want %s", ws, got, want)
+		}
+	}
+	for _, ds := range []dialogsState{
+		{NextTurn: 1},
+		{NextTurn: 7, Dialogs: []*localDialog{}},
+		{NextTurn: -2, CurrentDialog: `d1 "<&>"`},
+		{NextTurn: 3, CurrentDialog: "d2", Dialogs: []*localDialog{{Dialog: Dialog{ID: "d2", Title: "t"}}, nil}},
+	} {
+		want, err := json.Marshal(&ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeDialogs(&ds)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("dialogs %+v: %s, %v; want %s", ds, got, err, want)
+		}
+	}
+}
+
+// fillRandom sets every exported member of v, recursively, to random
+// values of its kind (pointers, slices and maps nil, empty or set; below
+// depth 4, nil).
+func fillRandom(t *testing.T, rnd *rand.Rand, v reflect.Value, depth int) {
+	t.Helper()
+	texts := []string{"", "", "h12", "@@ -1,7 +1,7 @@ func main() {", `a "quoted" \ back`, "<&>", "tab\there\n", "\x00\x1f\x7f", "é ü 日本", "\xff\xfe bad", "\u2028\u2029", "}", `,"hunks":null`, "/w/a.txt"}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(texts[rnd.IntN(len(texts))])
+	case reflect.Int, reflect.Int64:
+		v.SetInt([]int64{0, 0, 1, -1, 42, -987654321, 1 << 40}[rnd.IntN(7)])
+	case reflect.Uint32:
+		v.SetUint([]uint64{0, 0o644, 0o755, 1 << 31}[rnd.IntN(4)])
+	case reflect.Bool:
+		v.SetBool(rnd.IntN(2) == 0)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillRandom(t, rnd, v.Field(i), depth)
+			}
+		}
+	case reflect.Pointer:
+		if depth > 3 || rnd.IntN(3) == 0 {
+			return
+		}
+		v.Set(reflect.New(v.Type().Elem()))
+		fillRandom(t, rnd, v.Elem(), depth+1)
+	case reflect.Slice:
+		k := rnd.IntN(5)
+		if depth > 3 || k == 0 {
+			return // nil
+		}
+		k-- // 0: empty, not nil
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b := make([]byte, k*7)
+			for i := range b {
+				b[i] = byte(rnd.IntN(256))
+			}
+			v.SetBytes(b)
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), k, k)
+		for i := range k {
+			fillRandom(t, rnd, s.Index(i), depth+1)
+		}
+		v.Set(s)
+	case reflect.Map:
+		k := rnd.IntN(5)
+		if depth > 3 || k == 0 {
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		for range k - 1 {
+			key, val := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			fillRandom(t, rnd, key, depth+1)
+			fillRandom(t, rnd, val, depth+1)
+			m.SetMapIndex(key, val)
+		}
+		v.Set(m)
+	default:
+		t.Fatalf("a member of kind %s (%s): teach state_encode.go and fillRandom to write it", v.Kind(), v.Type())
 	}
 }
 

@@ -5,10 +5,10 @@
 //   SMITH_BIN=/path/to/smith node test.mjs
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, basename, dirname } from "node:path";
 import { Readable, Writable, PassThrough } from "node:stream";
 import { createInterface } from "node:readline";
 import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
@@ -79,8 +79,10 @@ async function upstream(args = []) {
 // agent starts `smith acp` and connects the SDK's client to it. It records
 // the session updates and every stdout line; `permit` answers permission
 // requests; with fs, the client serves fs/* from its own buffers and never
-// writes the disk.
-function agent(up, { fs = false, permit } = {}) {
+// writes the disk, unless save (then a write goes to disk too, as an
+// editor that saves what the agent writes); onWrite(params, st) runs
+// before each fs/write_text_file, and what it throws fails that write.
+function agent(up, { fs = false, save = false, onWrite, permit } = {}) {
   const child = spawn(SMITH, ["acp", "--upstream", up.url, "--workspace", up.ws, "--state-dir", up.state], {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, HOME: tempDir(), XDG_CONFIG_HOME: tempDir() },
@@ -112,9 +114,19 @@ function agent(up, { fs = false, permit } = {}) {
       return { content: readFileSync(params.path, "utf8") };
     })
     .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
-      st.writes.set(params.path, params.content);
+      if (onWrite) onWrite(params, st);
+      st.edit(params.path, params.content);
       return {};
     });
+  // edit puts text in a buffer (and on disk, with save): what a write
+  // through fs/write_text_file does, and what the user does by typing.
+  st.edit = (path, text) => {
+    st.writes.set(path, text);
+    if (save) {
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, text);
+    }
+  };
   const input = Writable.toWeb(child.stdin);
   const conn = app.connect(ndJsonStream(input, Readable.toWeb(tee)));
   st.agent = conn.agent;
@@ -360,5 +372,46 @@ test("bad input gets JSON-RPC errors and the connection stays up", async () => {
   assert.ok(a.lines.some((l) => l.includes('"code":-32700')), "no Parse error for the malformed line");
   const s2 = await a.agent.request(methods.agent.session.new, { cwd: up.ws, mcpServers: [] });
   assert.ok(s2.sessionId);
+  await a.close();
+});
+
+test("a failed multi-file write takes back only what smith wrote; a file changed since is left as it is and named", async () => {
+  const up = await upstream(["--protocol", "v0"]);
+  const files = { "gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n" };
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(up.ws, name), text);
+  // smith apply journals the patch as one undo group: /undo writes the
+  // three files back through the client at once (gone.txt created).
+  const patch = [
+    "--- a/gone.txt", "+++ /dev/null", "@@ -1,2 +0,0 @@", "-gone 1", "-gone 2",
+    "--- a/b.txt", "+++ b/b.txt", "@@ -1,2 +1,2 @@", "-b1", "+B1", " b2",
+    "--- a/c.txt", "+++ b/c.txt", "@@ -1,2 +1,2 @@", "-c1", "+C1", " c2", "",
+  ].join("\n");
+  const applied = spawnSync(SMITH, ["apply", "-"], {
+    cwd: up.ws, input: patch,
+    env: { ...process.env, HOME: tempDir(), XDG_CONFIG_HOME: tempDir(), SMITH_STATE_DIR: up.state },
+  });
+  assert.equal(applied.status, 0, `smith apply: ${applied.stdout}${applied.stderr}`);
+  const typed = "typed by the user\n";
+  const order = [];
+  const a = agent(up, {
+    fs: true, save: true,
+    onWrite: (params, st) => {
+      order.push(basename(params.path));
+      if (basename(params.path) !== "c.txt") return;
+      st.edit(join(up.ws, "b.txt"), typed); // the user, between smith's writes
+      throw new Error("the disk is full");
+    },
+  });
+  const sid = await a.session();
+  assert.equal((await a.prompt(sid, "/undo")).stopReason, "end_turn");
+  assert.deepEqual(order.slice(0, 3), ["gone.txt", "b.txt", "c.txt"], a.text());
+  assert.equal(readFileSync(join(up.ws, "b.txt"), "utf8"), typed, "the user's text was overwritten");
+  assert.equal(a.writes.get(join(up.ws, "b.txt")), typed, "the user's buffer was overwritten");
+  assert.equal(existsSync(join(up.ws, "gone.txt")), false, "the file smith created was not removed");
+  assert.equal(readFileSync(join(up.ws, "c.txt"), "utf8"), "C1\nc2\n");
+  const said = a.text();
+  assert.match(said, /^\/undo failed: .*c\.txt: the client answered: .*the disk is full/);
+  assert.ok(said.includes(`${join(up.ws, "b.txt")} changed since smith wrote it; left as it is`), said);
+  assert.ok(said.includes(`${join(up.ws, "gone.txt")} was removed (smith had created it)`), said);
   await a.close();
 });

@@ -1,0 +1,159 @@
+package acp_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/smith-dev/smith/protocol/upstream"
+)
+
+// threeFiles is a patch that deletes gone.txt and edits b.txt and c.txt:
+// its undo, one group, writes the three files back through the client in
+// one ApplyEdit: gone.txt created, then b.txt, then c.txt.
+const threeFiles = `--- a/gone.txt
++++ /dev/null
+@@ -1,2 +0,0 @@
+-gone 1
+-gone 2
+--- a/b.txt
++++ b/b.txt
+@@ -1,2 +1,2 @@
+-b1
++B1
+ b2
+--- a/c.txt
++++ b/c.txt
+@@ -1,2 +1,2 @@
+-c1
++C1
+ c2
+`
+
+// TestFailedWriteTakesBackOnlyWhatSmithWrote: the client's fs/write_text_file
+// fails on the last file of a multi-file write (the undo of a patch), after
+// someone changed a file smith had written before it. That file is left as
+// it is, byte for byte, and the answer names it; the others are put back
+// (an edited file) or removed (a created one).
+func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
+	const typed = "typed by the user\n"
+	for _, tt := range []struct {
+		name    string
+		touched string // the file changed before the failing write ("": none)
+		noRead  bool   // the client declares fs.writeTextFile only
+		// what the files hold at the end ("": absent)
+		gone, b string
+		said    []string
+	}{
+		{
+			name: "a created file typed into", touched: "gone.txt",
+			gone: typed, b: "B1\nb2\n",
+			said: []string{"gone.txt changed since smith wrote it; left as it is", "b.txt was put back.", "Review the files left as they are"},
+		},
+		{
+			name: "an edited file changed", touched: "b.txt",
+			gone: "", b: typed,
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt changed since smith wrote it; left as it is", "Review the files left as they are"},
+		},
+		{
+			// smith cannot read the buffer: it checks the disk, which
+			// this client saves to.
+			name: "an edited file changed, a client that cannot read", touched: "b.txt", noRead: true,
+			gone: "", b: typed,
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt does not hold on disk what smith wrote", "left as it is", "Review the files left as they are"},
+		},
+		{
+			name: "nothing changed",
+			gone: "", b: "B1\nb2\n",
+			said: []string{"gone.txt was removed (smith had created it). ", "b.txt was put back."},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n"} {
+				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			smithApply(t, f, threeFiles)
+
+			c := &client{fs: true, save: true, noRead: tt.noRead}
+			var mu sync.Mutex
+			var order []string
+			c.onWrite = func(p sdk.WriteTextFileRequest) error {
+				mu.Lock()
+				order = append(order, filepath.Base(p.Path))
+				mu.Unlock()
+				if filepath.Base(p.Path) != "c.txt" {
+					return nil
+				}
+				if tt.touched != "" {
+					if err := c.edit(filepath.Join(f.ws, tt.touched), typed); err != nil {
+						t.Error(err)
+					}
+				}
+				return errors.New("the disk is full")
+			}
+			p := start(t, f, c)
+			sid := p.session(t, f)
+			p.prompt(t, sid, "/undo")
+			answer := agentText(c.updates())
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
+				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the roll back\n%s", order, want, answer)
+			}
+			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had written before it: "}, tt.said...) {
+				if !strings.Contains(answer, want) {
+					t.Errorf("the answer does not say %q:\n%s", want, answer)
+				}
+			}
+			if strings.Contains(answer, "the buffer may have changed") {
+				t.Errorf("the answer guesses at a changed buffer, although the write failed:\n%s", answer)
+			}
+			if tt.touched != "" {
+				if got := strings.Count(answer, "left as it is"); got != 1 {
+					t.Errorf("the answer says %d files are left as they are, want 1:\n%s", got, answer)
+				}
+			}
+			for name, want := range map[string]string{"gone.txt": tt.gone, "b.txt": tt.b, "c.txt": "C1\nc2\n"} {
+				got, err := os.ReadFile(filepath.Join(f.ws, name))
+				switch {
+				case want == "" && !errors.Is(err, os.ErrNotExist):
+					t.Errorf("%s is on disk (%q, %v), want it removed", name, got, err)
+				case want != "" && (err != nil || string(got) != want):
+					t.Errorf("%s holds %q (%v), want %q", name, got, err, want)
+				}
+			}
+			if tt.touched != "" {
+				c.mu.Lock()
+				buf := c.writes[filepath.Join(f.ws, tt.touched)]
+				c.mu.Unlock()
+				if buf != typed {
+					t.Errorf("the editor's buffer of %s holds %q, want what the user typed", tt.touched, buf)
+				}
+				p.waitStderr(t, "is left as it is")
+			}
+		})
+	}
+}
+
+// smithApply applies patch to f's workspace with `smith apply`, which
+// journals it in f's state folder as one undo group.
+func smithApply(t *testing.T, f *fixture, patch string) {
+	t.Helper()
+	cmd := exec.Command(smithBin, "apply", "-")
+	cmd.Dir = f.ws
+	cmd.Stdin = strings.NewReader(patch)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "SMITH_STATE_DIR="+f.state)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("smith apply: %v\n%s", err, out)
+	}
+}
