@@ -351,8 +351,16 @@ func (cs *changeStore) applied(steps []*applyStep) error {
 	defer cs.mu.Unlock()
 	for _, st := range steps {
 		c := st.c
+		j := 0 // st.ids is in the order of c.Hunks when selectHunks chose them
 		for i := range c.Hunks {
-			if st.ids == nil || slices.Contains(st.ids, c.Hunks[i].ID) {
+			hit := st.ids == nil
+			if !hit && j < len(st.ids) && st.ids[j] == c.Hunks[i].ID {
+				hit = true
+				j++
+			} else if !hit {
+				hit = slices.Contains(st.ids, c.Hunks[i].ID)
+			}
+			if hit {
 				c.Hunks[i].Status = StatusApplied
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -247,5 +248,36 @@ func TestChangeStoreAppliedAndRejected(t *testing.T) {
 	recs, err := cs.undoTargets(c.ID)
 	if err != nil || len(recs) != 1 || recs[0] != done {
 		t.Fatalf("undo targets %v, %v; want only the done record", recs, err)
+	}
+}
+
+// TestAppliedMarksTheHunksApplied: the hunks an apply wrote are marked
+// applied, and only those, whatever the order the ids come in (selectHunks
+// gives them in the change's order; a caller may not).
+func TestAppliedMarksTheHunksApplied(t *testing.T) {
+	t.Parallel()
+	for _, ids := range [][]string{nil, {"h1", "h3", "h5"}, {"h4", "h2"}, {"h5", "h1", "h3"}, {"h2"}} {
+		_, cs, _ := newTestStores(t)
+		c := &changeRecord{Change: Change{ID: cs.nextID(), Status: StatusPending}, Abs: "/ws/f.txt"}
+		for i := 1; i <= 5; i++ {
+			c.Hunks = append(c.Hunks, Hunk{ID: hunkID(i), Status: StatusPending})
+		}
+		if err := cs.add(c, true); err != nil {
+			t.Fatal(err)
+		}
+		w := &fileWrite{abs: "/ws/f.txt", next: []byte("new\n"), nextExists: true, via: "disk"}
+		if err := cs.applied([]*applyStep{{c: c, ids: ids, ws: []*fileWrite{w}, recs: []*undoRecord{{}}}}); err != nil {
+			t.Fatal(err)
+		}
+		_, got, _ := cs.recordSnapshot(c.ID)
+		for _, h := range got.Hunks {
+			want := StatusPending
+			if ids == nil || slices.Contains(ids, h.ID) {
+				want = StatusApplied
+			}
+			if h.Status != want {
+				t.Errorf("ids %v: %s is %s, want %s", ids, h.ID, h.Status, want)
+			}
+		}
 	}
 }

@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -484,6 +484,12 @@ type undoRecord struct {
 	// status from a write that happened.
 	Hunks    []string `json:"hunks,omitempty"`
 	PrevStat string   `json:"prevStatus"` // change status before the write
+
+	// prevJSON is Prev encoded (appendStringMap), kept from the first
+	// save that writes the record: Prev is never changed once the record
+	// is made, and every save writes every record (a large patch's holds
+	// thousands of hunks, whose keys the encoding sorts).
+	prevJSON []byte
 }
 
 // blobRef names file content: absent, or the sha256 of bytes kept in the
@@ -747,9 +753,14 @@ func syncDir(dir string) {
 	}
 }
 
+// randomHex is n random bytes in hex, for the names of packs and temp
+// files, which must not collide and need not be secret (see diffapply's
+// randomHex).
 func randomHex(n int) string {
 	b := make([]byte, n)
-	rand.Read(b)
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
 	return hex.EncodeToString(b)
 }
 

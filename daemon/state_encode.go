@@ -272,7 +272,10 @@ func appendUndoRecord(b []byte, u *undoRecord) []byte {
 	if u.Prev == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendStringMap(b, u.Prev)
+		if u.prevJSON == nil {
+			u.prevJSON = appendStringMap(nil, u.Prev)
+		}
+		b = append(b, u.prevJSON...)
 	}
 	if len(u.Hunks) > 0 {
 		b = append(b, `,"hunks":`...)

@@ -49,7 +49,7 @@ const spoolDiffsFrom = spillAt
 // what it held is let go).
 func (sa *streamedApply) asApplied(f *diffapply.File) asAppliedDiff {
 	if r, ok := sa.spooled[f]; ok {
-		return asAppliedDiff{size: r.Len(), text: func() (string, *diffapply.File, error) {
+		return asAppliedDiff{size: r.Len(), unfaithful: sa.unfaithful[f], text: func() (string, *diffapply.File, error) {
 			b, err := sa.spool.Read(r)
 			if err != nil {
 				return "", nil, fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
@@ -117,7 +117,10 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
 		switch {
-		case !withDiffs || !selectsFile(f, ids):
+		case !withDiffs || !selectsFile(f, ids) || f.Op == diffapply.OpCopy || f.Mode != 0:
+			// No diff for a copy or a mode change either: the engine does
+			// not write those, and applyJournalled writes such a patch
+			// without it before it asks for any diff of theirs.
 		case sa.spool != nil:
 			// go-udiff's diff, as the engine recorded before AppliedDiff:
 			// on a large file it gives up on the fine diff and records a
@@ -125,7 +128,10 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			// the 55 MB benchmark) cost the engine's records and its undo
 			// more memory than the 3x bound of issue #17 allows
 			// (docs/benchmarks.md, "smith apply (target 3)").
-			diff := f.Diff(ids)
+			diff, ok := f.CheckedDiff(ids)
+			if !ok {
+				sa.unfaithful[d] = true
+			}
 			if r, err := sa.spool.Put([]byte(diff)); err != nil {
 				// No temporary file, or a full one: held in memory after all.
 				sa.diffs[d] = diff

@@ -411,41 +411,57 @@ func TestMemLimitIsLifted(t *testing.T) {
 // the file) cannot be recorded as its as-applied diff, which would make
 // the engine write something else than smith apply planned and reported:
 // smith apply writes its plan without the engine and says that smith
-// undo does not cover it.
+// undo does not cover it. So also for a patch of spoolDiffsFrom bytes or
+// more (here made so by a large new file beside), whose as-applied diffs
+// are go-udiff's, spooled.
 func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "f"), []byte("0"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	patch := "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-0\n\\ No newline at end of file\n+\r\r\n\\ No newline at end of file\n"
-	p, err := diffapply.Plan(root, []byte(patch), diffapply.Options{})
-	if err != nil || len(p.Files) != 1 || len(p.Files[0].Hunks) != 1 || !p.Files[0].Hunks[0].OK() {
-		t.Fatalf("plan: %v", err)
-	}
-	want := p.Files[0].After
-	name := filepath.Join(t.TempDir(), "p.diff")
-	if err := os.WriteFile(name, []byte(patch), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb strings.Builder
-	state := t.TempDir()
-	s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string {
-		if k == "XDG_STATE_HOME" {
-			return state
-		}
-		return ""
-	}}
-	if code := run([]string{"apply", "-C", root, name}, s); code != 0 {
-		t.Fatalf("smith apply: exit %d\n%s%s", code, out.String(), errb.String())
-	}
-	got, err := os.ReadFile(filepath.Join(root, "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("f is %q, want %q, what smith apply planned", got, want)
-	}
-	if !strings.Contains(errb.String(), "smith undo will not cover this apply: no unified diff of f gives the text") {
-		t.Errorf("stderr does not say that smith undo does not cover it:\n%s", errb.String())
+	const patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-0\n\\ No newline at end of file\n+\r\r\n\\ No newline at end of file\n"
+	big := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name  string
+		patch string
+	}{
+		{"small", patch},
+		{"spooled", patch + "--- /dev/null\n+++ b/big\n@@ -0,0 +1,17 @@\n" + strings.Repeat("+"+big+"\n", 17)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if int64(len(c.patch)) >= spoolDiffsFrom != (c.name == "spooled") {
+				t.Fatalf("a patch of %d bytes: spooled %v", len(c.patch), c.name == "spooled")
+			}
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "f"), []byte("0"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := diffapply.Plan(root, []byte(c.patch), diffapply.Options{})
+			if err != nil || len(p.Files) == 0 || len(p.Files[0].Hunks) != 1 || !p.Files[0].Hunks[0].OK() {
+				t.Fatalf("plan: %v", err)
+			}
+			want := p.Files[0].After
+			name := filepath.Join(t.TempDir(), "p.diff")
+			if err := os.WriteFile(name, []byte(c.patch), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb strings.Builder
+			state := t.TempDir()
+			s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string {
+				if k == "XDG_STATE_HOME" {
+					return state
+				}
+				return ""
+			}}
+			if code := run([]string{"apply", "-C", root, name}, s); code != 0 {
+				t.Fatalf("smith apply: exit %d\n%s%s", code, out.String(), errb.String())
+			}
+			got, err := os.ReadFile(filepath.Join(root, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("f is %q, want %q, what smith apply planned", got, want)
+			}
+			if !strings.Contains(errb.String(), "smith undo will not cover this apply: no unified diff of f gives the text") {
+				t.Errorf("stderr does not say that smith undo does not cover it:\n%s", errb.String())
+			}
+		})
 	}
 }
