@@ -465,3 +465,52 @@ func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedApplyWritesWhatItPlanned: a patch the engine does not write
+// (here a file git creates, with its mode) is written from the writes its
+// streamed plan kept, not planned again from the diff, which is not read
+// again (its reader fails here); the files hold what Plan gives. A patch
+// of spoolDiffsFrom bytes or more keeps no writes (it is planned again).
+func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n" +
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+	want, err := diffapply.Plan(root, []byte(diff), diffapply.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := planStreamed(root, &patchText{name: "p", data: []byte(diff)}, diffapply.Options{}, nil, diffsInMemory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.close()
+	if !sa.keepWrites || len(sa.kept) != 2 {
+		t.Fatalf("kept %d writes (keeping: %v), want 2", len(sa.kept), sa.keepWrites)
+	}
+	gone := &patchText{name: "p", r: failingReaderAt{}, size: int64(len(diff))}
+	if err := sa.apply(t.Context(), root, gone, diffapply.Options{}, nil, ""); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for _, f := range want.Files {
+		got, err := os.ReadFile(filepath.Join(root, f.Path))
+		if err != nil || !bytes.Equal(got, f.After) {
+			t.Errorf("%s: %q (%v), want %q", f.Path, got, err, f.After)
+		}
+	}
+	big, err := planStreamed(root, &patchText{name: "p", data: []byte(diff)}, diffapply.Options{}, nil, diffsSpooled, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.close()
+	if big.keepWrites || big.kept != nil {
+		t.Errorf("a spooled plan kept %d writes", len(big.kept))
+	}
+}
+
+// failingReaderAt is a patch that can no longer be read.
+type failingReaderAt struct{}
+
+func (failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, io.ErrUnexpectedEOF }
