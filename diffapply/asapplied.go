@@ -31,10 +31,11 @@ func (f *File) AppliedDiff(ids []int) string {
 //   - plan, when not nil, is the File that Plan of the diff against
 //     Before gives (Path is f's, ID 1, hunk IDs 1 to n), so that the
 //     caller need not plan it again. For a modification of an existing
-//     file whose diff was written from the plan without "\ No newline at
-//     end of file" and without a carriage return other than a CRLF line
-//     end, it is built from the plan (the same hunks, headers, bodies and
-//     matches, each exact at the line it states); otherwise it is planned.
+//     file, a creation or a whole deletion whose diff was written from the
+//     plan without "\ No newline at end of file" and without a carriage
+//     return other than a CRLF line end, it is built from the plan (the
+//     same hunks, headers, bodies and matches, each exact at the line it
+//     states); otherwise it is planned.
 //   - ok is false when planning the diff against Before does not give
 //     Render(ids): a text with carriage returns a unified diff does not
 //     carry (a lone CR ending a file, or a line's text) can make go-udiff's
@@ -56,7 +57,7 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 		return diff, nil, true
 	}
 	if fast {
-		if g := f.appliedFile(diff, hunks, edits, after, ps); g != nil {
+		if g := f.appliedFile(oldLabel, newLabel, diff, hunks, edits, after, ps); g != nil {
 			return diff, g, true
 		}
 	}
@@ -65,6 +66,22 @@ func (f *File) AppliedPlan(ids []int, withPlan bool) (diff string, plan *File, o
 		return diff, nil, false
 	}
 	return diff, g, true
+}
+
+// CheckedDiff is Diff (go-udiff's diff of the whole file, whose hunks are
+// coarser than AppliedDiff's on a large file) and, as AppliedPlan's ok,
+// whether planning it against Before gives Render(ids). Only a carriage
+// return can make a unified diff say something else than the plan (a
+// lone CR ending a file, or in a line's text: see AppliedPlan), so the
+// diff is planned to check it only when Before or the result holds one.
+func (f *File) CheckedDiff(ids []int) (diff string, ok bool) {
+	oldLabel, newLabel, after := f.diffSides(ids)
+	diff = udiff.Unified(oldLabel, newLabel, string(f.Before), string(after))
+	if diff == "" || bytes.IndexByte(f.Before, '\r') < 0 && bytes.IndexByte(after, '\r') < 0 {
+		return diff, true
+	}
+	g := f.planApplied(diff)
+	return diff, g != nil && g.Conflict == nil && allOK(g) && bytes.Equal(g.After, after)
 }
 
 // planApplied plans d, an as-applied diff of f, against f's text before,
@@ -358,8 +375,20 @@ func appendRange(b []byte, side string, start, count int) []byte {
 // when it shares every chosen hunk of f, placed where f placed them, it
 // renders what f renders for them (the same lines of the same text: after)
 // and is not rendered again to check it.
-func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
-	if f.Op != OpModify || !f.Existed || f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
+	if f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+		return nil
+	}
+	// What Plan reads the diff's names as: a creation from /dev/null, a
+	// deletion to it (diffSides writes those for a creation, and for a
+	// deletion of all its hunks), else a modification.
+	op := OpModify
+	switch {
+	case oldLabel == "/dev/null" && f.Op == OpCreate:
+		op = OpCreate
+	case newLabel == "/dev/null" && f.Op == OpDelete && f.Existed:
+		op = OpDelete
+	case f.Op != OpModify || !f.Existed:
 		return nil
 	}
 	l := f.lines
@@ -410,8 +439,11 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 		}
 		return canonical, true
 	}
-	g := &File{ID: 1, Path: f.Path, Op: OpModify, Existed: true, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
+	g := &File{ID: 1, Path: f.Path, Op: op, Existed: f.Existed, BeforeHash: f.BeforeHash, Before: f.Before, lines: l, conv: f.conv, root: f.root}
 	shared := len(hunks) == len(ps)
+	// The File's hunks and jobs, allocated once.
+	pubs, jobs := make([]Hunk, len(hunks)), make([]job, len(hunks))
+	g.Hunks, g.jobs = make([]*Hunk, 0, len(hunks)), make([]*job, 0, len(hunks))
 	for i, wh := range hunks {
 		oldStart, newStart := statedStart(wh.from+1, wh.oldCount), statedStart(wh.newStart, wh.newCount)
 		if shared {
@@ -434,13 +466,13 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 			if shared {
 				// f's hunk is the one Plan of d reads: its lines, header
 				// and body as they are.
-				pub := &Hunk{
+				pubs[i] = Hunk{
 					ID: i + 1, Index: i + 1, File: g, Header: j.pub.Header, Numbered: true,
 					OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
 					Body: j.pub.Body,
 				}
-				g.Hunks = append(g.Hunks, pub)
-				g.jobs = append(g.jobs, &job{h: h, old: j.old, lead: j.lead, trail: j.trail, pub: pub})
+				jobs[i] = job{h: h, old: j.old, lead: j.lead, trail: j.trail, pub: &pubs[i]}
+				g.Hunks, g.jobs = append(g.Hunks, &pubs[i]), append(g.jobs, &jobs[i])
 				continue
 			}
 		}
@@ -459,13 +491,13 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 		if canonical {
 			h.body = d[wh.body[0]:wh.body[1]]
 		}
-		pub := &Hunk{
+		pubs[i] = Hunk{
 			ID: i + 1, Index: i + 1, File: g, Header: headerOf(h), Numbered: true,
 			OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
 			Body: bodyOf(h),
 		}
-		g.Hunks = append(g.Hunks, pub)
-		g.jobs = append(g.jobs, newJob(h, pub))
+		jobs[i] = makeJob(h, &pubs[i], make([]string, 0, h.oldCount))
+		g.Hunks, g.jobs = append(g.Hunks, &pubs[i]), append(g.jobs, &jobs[i])
 	}
 	m := &matcher{l: l}
 	m.locate(g.jobs, false)
@@ -483,7 +515,7 @@ func (f *File) appliedFile(d string, hunks []writtenHunk, edits []lineEdit, afte
 			return nil
 		}
 	}
-	g.After = after
+	g.After = after // nil for a deletion, as Plan leaves it
 	return g
 }
 

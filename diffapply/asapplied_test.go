@@ -54,6 +54,15 @@ func checkAppliedDiff(t *testing.T, root string, f *File, ids []int) (fast, plan
 		// Built from the plan or planned: Plan's File of the diff either way.
 		samePlan(t, g, res, got)
 	}
+	// go-udiff's diff (a large patch's): CheckedDiff says whether it is
+	// faithful, planning it only when there is a carriage return.
+	cd, cok := f.CheckedDiff(ids)
+	if cd != slow {
+		t.Fatalf("%s ids %v: CheckedDiff's diff is not Diff's", f.Path, ids)
+	}
+	if res := replan(t, root, f, slow, false); cok != (res != nil && bytes.Equal(res.After, after)) {
+		t.Fatalf("%s ids %v: CheckedDiff says faithful %v, planning go-udiff's diff says otherwise\n%s", f.Path, ids, cok, slow)
+	}
 	return fast, g != nil
 }
 
@@ -470,5 +479,37 @@ func TestAppliedPlanSharesHunks(t *testing.T) {
 		if _, planned, all := checkPatch(t, root, p); planned != all {
 			t.Errorf("context %d: %d of %d as-applied diffs came with their plan", context, planned, all)
 		}
+	}
+}
+
+// TestAppliedPlanOfCreationAndDeletion: a creation and a whole deletion
+// get their plan built from the plan too (not by planning their diff
+// again), sharing the diff's hunks, and it is Plan's File of the diff.
+func TestAppliedPlanOfCreationAndDeletion(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "old.txt"), []byte("one\ntwo\nthree\n"), 0o644))
+	d := "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n" +
+		"diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n"
+	p, err := Plan(root, []byte(d), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Files) != 2 || p.Files[0].Op != OpCreate || p.Files[1].Op != OpDelete {
+		t.Fatalf("plan: %+v", p.Files)
+	}
+	for _, f := range p.Files {
+		// Planned without Mode, as the diff's own mode line would be
+		// left out of the as-applied diff.
+		f.Mode = 0
+		_, g, ok := f.AppliedPlan(nil, true)
+		if g == nil || !ok || g.Op != f.Op {
+			t.Fatalf("%s: plan %+v, ok %v", f.Path, g, ok)
+		}
+		if len(g.jobs) != 1 || g.jobs[0].h != f.jobs[0].h {
+			t.Errorf("%s: the plan does not share the diff's hunk", f.Path)
+		}
+	}
+	if _, planned, all := checkPatch(t, root, p); planned != all || all != 2 {
+		t.Errorf("%d of %d as-applied diffs came with their plan, want 2", planned, all)
 	}
 }

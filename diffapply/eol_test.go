@@ -73,3 +73,12 @@ func TestByteExactDiffsKeepLineEnds(t *testing.T) {
 	}
 	t.Logf("%d of 200 applied", applied)
 }
+
+// TestEndsInCR: endsInCR is strings.TrimRight(s, " \t") ending in "\r".
+func TestEndsInCR(t *testing.T) {
+	for _, s := range []string{"", "\r", "a\r", "a\r ", "a\r\t \t", "a \r", "a", "a ", "\r\r", " ", "\t\r\t", "a\rb", "a\r\n"} {
+		if got, want := endsInCR(s), strings.HasSuffix(strings.TrimRight(s, " \t"), "\r"); got != want {
+			t.Errorf("endsInCR(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

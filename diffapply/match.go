@@ -68,13 +68,10 @@ type placement struct {
 	reachesEOF bool
 }
 
-func newJob(h *hunk, pub *Hunk) *job {
-	j := makeJob(h, pub, make([]string, 0, h.oldCount))
-	return &j
-}
-
-// makeJob is newJob with the old lines appended to old (room for
-// h.oldCount of them, which the hunk's check made its number of old lines).
+// makeJob makes the job of h, its old lines appended to old (room for
+// h.oldCount of them, which the hunk's check made its number of old
+// lines): the caller allocates the jobs and their old lines of a file
+// together.
 func makeJob(h *hunk, pub *Hunk, old []string) job {
 	j := job{h: h, pub: pub, old: old}
 	first, last := -1, -1
@@ -101,6 +98,9 @@ func makeJob(h *hunk, pub *Hunk, old []string) job {
 // a hunk that fits exactly where it says claims its lines before another
 // hunk searches the file.
 func (m *matcher) locate(jobs []*job, strict bool) {
+	if m.claims == nil {
+		m.claims = make([]span, 0, len(jobs)) // one claim per hunk, mostly
+	}
 	for _, st := range rungs(strict) {
 		for _, j := range jobs {
 			if !j.done {

@@ -304,9 +304,21 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 	if n > 0 {
 		pubs, jobs, olds := make([]Hunk, n), make([]job, n), make([]string, nold)
 		f.Hunks, f.jobs = make([]*Hunk, n), make([]*job, n)
+		// The headers, in one string: never written again once made.
+		ends := make([]int, n)
+		hdrs := make([]byte, 0, 28*n)
 		for i, h := range fd.hunks {
+			hdrs = appendHeaderOf(hdrs, h)
+			ends[i] = len(hdrs)
+		}
+		headers := unsafe.String(unsafe.SliceData(hdrs), len(hdrs))
+		for i, h := range fd.hunks {
+			header := headers[:ends[i]]
+			if i > 0 {
+				header = headers[ends[i-1]:ends[i]]
+			}
 			pubs[i] = Hunk{
-				Index: i + 1, File: f, Header: headerOf(h), Numbered: h.numbered,
+				Index: i + 1, File: f, Header: header, Numbered: h.numbered,
 				OldStart: h.oldStart, OldLines: h.oldCount, NewStart: h.newStart, NewLines: h.newCount,
 				Body: bodyOf(h),
 			}
@@ -381,14 +393,20 @@ func (f *File) checkExistence(fd *fileDiff, exists func(string) bool) {
 }
 
 func headerOf(h *hunk) string {
+	return string(appendHeaderOf(make([]byte, 0, 32+len(h.section)), h))
+}
+
+// appendHeaderOf appends headerOf(h) to b.
+func appendHeaderOf(b []byte, h *hunk) []byte {
 	if !h.numbered {
-		s := "@@ ... @@"
+		b = append(b, "@@ ... @@"...)
 		if h.section != "" {
-			s += " " + h.section
+			b = append(b, ' ')
+			b = append(b, h.section...)
 		}
-		return s
+		return b
 	}
-	return string(appendHunkHeader(make([]byte, 0, 32+len(h.section)), h.oldStart, h.oldCount, h.newStart, h.newCount, h.section))
+	return appendHunkHeader(b, h.oldStart, h.oldCount, h.newStart, h.newCount, h.section)
 }
 
 func bodyOf(h *hunk) string {

@@ -25,7 +25,7 @@ func (f *File) Render(ids []int) []byte { return f.render(ids) }
 // placed gives the matched hunks among ids (nil: all) in the order of
 // their places in Before.
 func (f *File) placed(ids []int) []*job {
-	var ps []*job
+	ps := make([]*job, 0, len(f.jobs))
 	for _, j := range f.jobs {
 		if j.pub.Conflict == nil && j.done && selected(ids, j.pub.ID) {
 			ps = append(ps, j)
@@ -161,7 +161,7 @@ func crAware(l lines, at int, ops []hunkLine) bool {
 		if op.op == '+' {
 			continue
 		}
-		diffCR := op.cr || strings.HasSuffix(strings.TrimRight(op.text, " \t"), "\r")
+		diffCR := op.cr || endsInCR(op.text)
 		fileCR := l.eol[oi] == eolCRLF || (l.eol[oi] == eolNone && strings.HasSuffix(l.text[oi], "\r"))
 		if diffCR != fileCR {
 			return false
@@ -169,6 +169,18 @@ func crAware(l lines, at int, ops []hunkLine) bool {
 		oi++
 	}
 	return true
+}
+
+// endsInCR reports whether s ends in a carriage return before any blanks
+// (spaces and tabs): strings.TrimRight(s, " \t") ends in "\r". A loop,
+// not TrimRight, which builds its set of characters on every call: this
+// runs for every old line of every hunk rendered.
+func endsInCR(s string) bool {
+	i := len(s)
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	return i > 0 && s[i-1] == '\r'
 }
 
 // Writes returns the writes that apply the chosen hunks (nil ids means

@@ -37,6 +37,14 @@ type streamedApply struct {
 	// most of it), and the engine needs one at a time.
 	spool   *spool.File
 	spooled map[*diffapply.File]spool.Range
+	// kept are the writes of every file (File.Writes), while keepWrites:
+	// a patch the engine does not write (a copy, a mode change, a file
+	// git creates with its mode) is then written from them, not planned
+	// again. Kept for a patch under spoolDiffsFrom, up to planBudget
+	// bytes of contents (most are the texts the plans kept hold anyway).
+	kept       []diffapply.Write
+	keptBytes  int64
+	keepWrites bool
 }
 
 // spoolDiffsFrom is the diff size from which the as-applied diffs are
@@ -49,7 +57,7 @@ const spoolDiffsFrom = spillAt
 // what it held is let go).
 func (sa *streamedApply) asApplied(f *diffapply.File) asAppliedDiff {
 	if r, ok := sa.spooled[f]; ok {
-		return asAppliedDiff{size: r.Len(), text: func() (string, *diffapply.File, error) {
+		return asAppliedDiff{size: r.Len(), unfaithful: sa.unfaithful[f], text: func() (string, *diffapply.File, error) {
 			b, err := sa.spool.Read(r)
 			if err != nil {
 				return "", nil, fmt.Errorf("reading back the diff of %s from a temporary file: %w", f.Path, err)
@@ -101,6 +109,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 	if keep == diffsSpooled {
 		sa.spool = spool.New("", "smith-apply-*.diffs")
 	}
+	sa.keepWrites = keep == diffsInMemory
 	var files []*diffapply.File
 	var bad []*diffapply.Hunk
 	var plannedBytes int64 // the texts of the plans kept
@@ -112,12 +121,27 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			firstErr = err
 		}
 		sa.writes += len(ws)
+		retained := false // f's texts are in kept
+		if sa.keepWrites {
+			var n int64
+			for _, w := range ws {
+				n += int64(len(w.Content))
+			}
+			if sa.keptBytes += n; sa.keptBytes <= planBudget {
+				sa.kept, retained = append(sa.kept, ws...), true
+			} else {
+				sa.kept, sa.keepWrites = nil, false
+			}
+		}
 		for _, h := range conflicts {
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
 		switch {
-		case !withDiffs || !selectsFile(f, ids):
+		case !withDiffs || !selectsFile(f, ids) || f.Op == diffapply.OpCopy || f.Mode != 0:
+			// No diff for a copy or a mode change either: the engine does
+			// not write those, and applyJournalled writes such a patch
+			// without it before it asks for any diff of theirs.
 		case sa.spool != nil:
 			// go-udiff's diff, as the engine recorded before AppliedDiff:
 			// on a large file it gives up on the fine diff and records a
@@ -125,7 +149,10 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			// the 55 MB benchmark) cost the engine's records and its undo
 			// more memory than the 3x bound of issue #17 allows
 			// (docs/benchmarks.md, "smith apply (target 3)").
-			diff := f.Diff(ids)
+			diff, ok := f.CheckedDiff(ids)
+			if !ok {
+				sa.unfaithful[d] = true
+			}
 			if r, err := sa.spool.Put([]byte(diff)); err != nil {
 				// No temporary file, or a full one: held in memory after all.
 				sa.diffs[d] = diff
@@ -154,7 +181,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			sa.diffs[d] = diff
 		}
 		files = append(files, d)
-		if sa.plans[d] == nil {
+		if sa.plans[d] == nil && !retained {
 			// Nothing views f's texts any more (its diff is a copy, its
 			// description has none): the plan reuses their memory.
 			f.Release()
@@ -205,10 +232,23 @@ func describe(f *diffapply.File) *diffapply.File {
 	return d
 }
 
-// apply writes a streamed plan directly, without the engine: it plans the
-// diff again, whole, and refuses when a file changed since the first plan
-// (the report describes that one).
+// apply writes a streamed plan directly, without the engine: the writes it
+// kept, else it plans the diff again, whole, and refuses when a file
+// changed since the first plan (the report describes that one). Either
+// way the commit refuses a file changed since it was planned (the write's
+// ExpectHash).
 func (sa *streamedApply) apply(ctx context.Context, root string, pt *patchText, opts diffapply.Options, ids []int, journal string) error {
+	if sa.keepWrites {
+		if len(sa.kept) == 0 {
+			return nil // as Patch.Apply: the chosen hunks change nothing
+		}
+		w, err := diffapply.OpenWorkspace(sa.patch.Root, opts.Protect...)
+		if err != nil {
+			return fmt.Errorf("workspace root: %w", err)
+		}
+		defer w.Close()
+		return w.Commit(ctx, sa.kept, journal)
+	}
 	diff, err := pt.bytes()
 	if err != nil {
 		return err

@@ -411,41 +411,106 @@ func TestMemLimitIsLifted(t *testing.T) {
 // the file) cannot be recorded as its as-applied diff, which would make
 // the engine write something else than smith apply planned and reported:
 // smith apply writes its plan without the engine and says that smith
-// undo does not cover it.
+// undo does not cover it. So also for a patch of spoolDiffsFrom bytes or
+// more (here made so by a large new file beside), whose as-applied diffs
+// are go-udiff's, spooled.
 func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
+	const patch = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-0\n\\ No newline at end of file\n+\r\r\n\\ No newline at end of file\n"
+	big := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name  string
+		patch string
+	}{
+		{"small", patch},
+		{"spooled", patch + "--- /dev/null\n+++ b/big\n@@ -0,0 +1,17 @@\n" + strings.Repeat("+"+big+"\n", 17)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if int64(len(c.patch)) >= spoolDiffsFrom != (c.name == "spooled") {
+				t.Fatalf("a patch of %d bytes: spooled %v", len(c.patch), c.name == "spooled")
+			}
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "f"), []byte("0"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := diffapply.Plan(root, []byte(c.patch), diffapply.Options{})
+			if err != nil || len(p.Files) == 0 || len(p.Files[0].Hunks) != 1 || !p.Files[0].Hunks[0].OK() {
+				t.Fatalf("plan: %v", err)
+			}
+			want := p.Files[0].After
+			name := filepath.Join(t.TempDir(), "p.diff")
+			if err := os.WriteFile(name, []byte(c.patch), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb strings.Builder
+			state := t.TempDir()
+			s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string {
+				if k == "XDG_STATE_HOME" {
+					return state
+				}
+				return ""
+			}}
+			if code := run([]string{"apply", "-C", root, name}, s); code != 0 {
+				t.Fatalf("smith apply: exit %d\n%s%s", code, out.String(), errb.String())
+			}
+			got, err := os.ReadFile(filepath.Join(root, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("f is %q, want %q, what smith apply planned", got, want)
+			}
+			if !strings.Contains(errb.String(), "smith undo will not cover this apply: no unified diff of f gives the text") {
+				t.Errorf("stderr does not say that smith undo does not cover it:\n%s", errb.String())
+			}
+		})
+	}
+}
+
+// TestStreamedApplyWritesWhatItPlanned: a patch the engine does not write
+// (here a file git creates, with its mode) is written from the writes its
+// streamed plan kept, not planned again from the diff, which is not read
+// again (its reader fails here); the files hold what Plan gives. A patch
+// of spoolDiffsFrom bytes or more keeps no writes (it is planned again).
+func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "f"), []byte("0"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	patch := "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-0\n\\ No newline at end of file\n+\r\r\n\\ No newline at end of file\n"
-	p, err := diffapply.Plan(root, []byte(patch), diffapply.Options{})
-	if err != nil || len(p.Files) != 1 || len(p.Files[0].Hunks) != 1 || !p.Files[0].Hunks[0].OK() {
-		t.Fatalf("plan: %v", err)
-	}
-	want := p.Files[0].After
-	name := filepath.Join(t.TempDir(), "p.diff")
-	if err := os.WriteFile(name, []byte(patch), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb strings.Builder
-	state := t.TempDir()
-	s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(k string) string {
-		if k == "XDG_STATE_HOME" {
-			return state
-		}
-		return ""
-	}}
-	if code := run([]string{"apply", "-C", root, name}, s); code != 0 {
-		t.Fatalf("smith apply: exit %d\n%s%s", code, out.String(), errb.String())
-	}
-	got, err := os.ReadFile(filepath.Join(root, "f"))
+	diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n" +
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+	want, err := diffapply.Plan(root, []byte(diff), diffapply.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != string(want) {
-		t.Errorf("f is %q, want %q, what smith apply planned", got, want)
+	sa, err := planStreamed(root, &patchText{name: "p", data: []byte(diff)}, diffapply.Options{}, nil, diffsInMemory, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(errb.String(), "smith undo will not cover this apply: no unified diff of f gives the text") {
-		t.Errorf("stderr does not say that smith undo does not cover it:\n%s", errb.String())
+	defer sa.close()
+	if !sa.keepWrites || len(sa.kept) != 2 {
+		t.Fatalf("kept %d writes (keeping: %v), want 2", len(sa.kept), sa.keepWrites)
+	}
+	gone := &patchText{name: "p", r: failingReaderAt{}, size: int64(len(diff))}
+	if err := sa.apply(t.Context(), root, gone, diffapply.Options{}, nil, ""); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for _, f := range want.Files {
+		got, err := os.ReadFile(filepath.Join(root, f.Path))
+		if err != nil || !bytes.Equal(got, f.After) {
+			t.Errorf("%s: %q (%v), want %q", f.Path, got, err, f.After)
+		}
+	}
+	big, err := planStreamed(root, &patchText{name: "p", data: []byte(diff)}, diffapply.Options{}, nil, diffsSpooled, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.close()
+	if big.keepWrites || big.kept != nil {
+		t.Errorf("a spooled plan kept %d writes", len(big.kept))
 	}
 }
+
+// failingReaderAt is a patch that can no longer be read.
+type failingReaderAt struct{}
+
+func (failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, io.ErrUnexpectedEOF }
