@@ -192,9 +192,11 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 	const typed = "typed by the user\n"
 	const tool = "d changed by another tool\n"
 	for _, tt := range []struct {
-		name    string
-		typed   bool // the user types into gone.txt before the disk write
-		unsaved bool // the client keeps its writes in buffers (no save)
+		name     string
+		typed    bool   // the user types into gone.txt before the disk write
+		unsaved  bool   // the client keeps its writes in buffers (no save)
+		failBack bool   // the client fails the write that puts b.txt back
+		b        string // what b.txt holds at the end, in the buffer and on disk ("": put back)
 		// what gone.txt holds at the end, on disk and in the buffer ("": absent)
 		disk, buffer string
 		said         []string
@@ -212,6 +214,11 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			name: "the created file not saved", unsaved: true,
 			buffer: "gone 1\ngone 2\n",
 			said:   []string{"gone.txt is not on disk (the editor holds it unsaved)", "left as it is", "b.txt was put back", "Review the files left as they are"},
+		},
+		{
+			name: "the put-back fails", failBack: true,
+			b:    "b1\nb2\n", // as smith's undo wrote it
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt cannot be taken back (the editor's write failed: fs/write_text_file", "the disk is full", "left as it is", "Review the files left as they are"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,6 +245,9 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 				order = append(order, filepath.Base(p.Path))
 				n := len(order)
 				mu.Unlock()
+				if p.Path == b && n == 3 && tt.failBack {
+					return errors.New("the disk is full")
+				}
 				if p.Path != b || n != 2 {
 					return nil
 				}
@@ -272,11 +282,14 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			if tt.buffer != "" {
 				wantLeft = 1 // gone.txt
 			}
+			if tt.failBack {
+				wantLeft = 1 // b.txt
+			}
 			if left := strings.Count(answer, "left as it is"); left != wantLeft {
 				t.Errorf("the answer says %d files are left as they are, want %d:\n%s", left, wantLeft, answer)
 			}
-			if tt.buffer != "" && strings.Contains(answer, "nothing was written") {
-				t.Errorf("the answer says nothing was written, although gone.txt is left:\n%s", answer)
+			if (tt.buffer != "" || tt.failBack) && strings.Contains(answer, "a file changed while smith was writing it; nothing was written") {
+				t.Errorf("the answer says nothing was written, although a file is left:\n%s", answer)
 			}
 			got, err := os.ReadFile(gone)
 			switch {
@@ -289,15 +302,19 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			bufB := c.writes[b]
 			bufGone, inBuf := c.writes[gone]
 			c.mu.Unlock()
-			if bufB != "B1\nb2\n" {
-				t.Errorf("the editor's buffer of b.txt holds %q, want it put back to %q", bufB, "B1\nb2\n")
+			wantB := "B1\nb2\n" // put back
+			if tt.b != "" {
+				wantB = tt.b
+			}
+			if bufB != wantB {
+				t.Errorf("the editor's buffer of b.txt holds %q, want %q", bufB, wantB)
 			}
 			if tt.buffer != "" && bufGone != tt.buffer {
 				t.Errorf("the editor's buffer of gone.txt holds %q (open %v), want %q", bufGone, inBuf, tt.buffer)
 			}
 			if !tt.unsaved {
-				if got := f.read(t, "b.txt"); got != "B1\nb2\n" {
-					t.Errorf("b.txt holds %q on disk, want it put back to %q", got, "B1\nb2\n")
+				if got := f.read(t, "b.txt"); got != wantB {
+					t.Errorf("b.txt holds %q on disk, want %q", got, wantB)
 				}
 			}
 			if got := f.read(t, "d.txt"); got != tool {

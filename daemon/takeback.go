@@ -128,10 +128,14 @@ func (e *Engine) takeBackEdits(ctx context.Context, label string, ed Editor, fes
 	switch {
 	case len(back) == 0:
 	case errors.Is(err, ErrEditorWrite):
+		if len(back) == 1 {
+			// The editor's write of it failed: it holds smith's edit.
+			out[at[0]] = takeBackResult{said: fmt.Sprintf("%s cannot be taken back (the editor's write failed: %v); left as it is", e.relName(back[0].Path), err)}
+			break
+		}
 		// Its text says what became of each file: said once, for all.
-		out[at[0]] = takeBackResult{said: fmt.Sprintf("%s could not be taken back through the editor: %v", e.relNames(back), err)}
-		at = at[1:]
-		out = deleteAt(out, at)
+		out[at[0]] = takeBackResult{said: fmt.Sprintf("Taking back %s through the editor failed: %v", e.relNames(back), err)}
+		out = deleteAt(out, at[1:])
 	case err != nil:
 		for j, i := range at {
 			out[i] = takeBackResult{said: fmt.Sprintf("%s cannot be taken back: the editor refused (%v); left as it is", e.relName(back[j].Path), err)}
