@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,5 +322,117 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 				t.Errorf("d.txt holds %q, want what the other tool wrote", got)
 			}
 		})
+	}
+}
+
+// TestDamagedJournalAfterTheClientWroteNamesWhatIsLeft: the undo of a
+// patch writes b.txt back through the client and big.txt (too large to
+// hold, and one the client cannot read) on disk, whose text before the
+// engine reads from its journal only while it writes it: the journal's
+// copy is damaged, so the disk write fails after the client wrote b.txt.
+// The answer says nothing was written on disk, not that nothing was
+// written, and what became of b.txt: put back, or named as left when the
+// client fails that write too.
+func TestDamagedJournalAfterTheClientWroteNamesWhatIsLeft(t *testing.T) {
+	var big strings.Builder
+	for i := 0; big.Len() < 1200<<10; i++ {
+		fmt.Fprintf(&big, "big line %d\n", i)
+	}
+	bigText := big.String()
+	bigApplied := "BIG" + strings.TrimPrefix(bigText, "big")
+	patch := "--- a/big.txt\n+++ b/big.txt\n@@ -1,2 +1,2 @@\n-big line 0\n+BIG line 0\n big line 1\n" +
+		"--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n-b1\n+B1\n b2\n"
+	for _, tt := range []struct {
+		name     string
+		failBack bool // the client fails the write that puts b.txt back
+		b        string
+		said     []string
+	}{
+		{name: "put back", b: "B1\nb2\n", said: []string{"b.txt was put back."}},
+		{name: "the put-back fails", failBack: true, b: "b1\nb2\n", said: []string{"b.txt cannot be taken back", "left as it is", "Review the files left as they are"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+			for name, text := range map[string]string{"big.txt": bigText, "b.txt": "b1\nb2\n"} {
+				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			smithApply(t, f, patch)
+			damageJournalCopy(t, f.state, bigText)
+			bigPath, b := filepath.Join(f.ws, "big.txt"), filepath.Join(f.ws, "b.txt")
+
+			c := &client{fs: true, save: true}
+			c.onRead = func(p sdk.ReadTextFileRequest) error {
+				if p.Path == bigPath {
+					return errors.New("too large for the editor")
+				}
+				return nil
+			}
+			var mu sync.Mutex
+			writes := 0
+			c.onWrite = func(p sdk.WriteTextFileRequest) error {
+				mu.Lock()
+				defer mu.Unlock()
+				writes++
+				if p.Path == b && writes == 2 && tt.failBack {
+					return errors.New("the disk is full")
+				}
+				return nil
+			}
+			p := start(t, f, c)
+			sid := p.session(t, f)
+			p.prompt(t, sid, "/undo")
+			answer := agentText(c.updates())
+			mu.Lock()
+			n := writes
+			mu.Unlock()
+			if n < 1 {
+				t.Fatalf("nothing went through fs/write_text_file: the test does not test the take-back\n%s", answer)
+			}
+			for _, want := range append([]string{"/undo failed: cannot undo change", "big.txt", "damaged", "nothing was written on disk"}, tt.said...) {
+				if !strings.Contains(answer, want) {
+					t.Errorf("the answer does not say %q:\n%s", want, answer)
+				}
+			}
+			if strings.Contains(answer, "; nothing was written.") {
+				t.Errorf("the answer says nothing was written, although the client wrote b.txt:\n%s", answer)
+			}
+			if got := f.read(t, "big.txt"); got != bigApplied {
+				t.Errorf("big.txt changed (%d bytes), want it as smith apply wrote it", len(got))
+			}
+			if got := f.read(t, "b.txt"); got != tt.b {
+				t.Errorf("b.txt holds %q, want %q", got, tt.b)
+			}
+		})
+	}
+}
+
+// damageJournalCopy changes one byte of the copy of text that smith's
+// journal keeps in state (its blob packs hold texts as they are).
+func damageJournalCopy(t *testing.T, state, text string) {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(state, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		i := strings.Index(string(b), text)
+		if i < 0 {
+			return nil
+		}
+		found = true
+		b[i+len(text)/2] ^= 1
+		return os.WriteFile(path, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		t.Fatal("smith's journal holds no copy of the text to damage")
 	}
 }

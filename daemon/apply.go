@@ -137,6 +137,9 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 	}
 	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
 		if je := (journalError{}); errors.As(err, &je) {
+			if u := (*undoDataErr)(nil); len(done) > 0 && errors.As(je.err, &u) {
+				u.edited = true
+			}
 			return journalError{fail(je.err)} // Undo says it as it is
 		}
 		if len(done) == 0 {

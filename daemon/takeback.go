@@ -51,7 +51,7 @@ func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd 
 			}
 		}
 	}
-	msg := "The files smith had written through the editor before it: " + strings.Join(said, ". ") + "."
+	msg := "The files smith had already written through the editor: " + strings.Join(said, ". ") + "."
 	if left {
 		msg += " Review the files left as they are: they may hold part of smith's edit."
 	}
