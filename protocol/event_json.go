@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendEventJSON appends e's JSON encoding to dst, byte for byte what
@@ -34,11 +35,13 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 type EventEncoder struct {
 	typ          Kind
 	dialog, turn string
-	head         []byte // `{"type":...,"seq":` for typ, dialog and turn
-	// seq and its decimal digits: the next event's seq is nearly always
-	// one more, counted up in the digits rather than formatted anew.
-	seq       int64
-	seqDigits []byte
+	// line is the head, `{"type":...,"seq":` for typ, dialog and turn,
+	// then the decimal digits of seq, the last event's: one copy into the
+	// output for both. The next event's seq is nearly always one more,
+	// counted up in the digits rather than formatted anew.
+	line    []byte
+	headLen int // the head's bytes in line; 0 before the first event
+	seq     int64
 }
 
 // Append is AppendEventJSON(dst, e): the same bytes, the same verdict.
@@ -46,33 +49,44 @@ func (c *EventEncoder) Append(dst []byte, e *Event) ([]byte, bool) {
 	if !fastEvent(e) {
 		return dst, false
 	}
-	if c.head == nil || e.Type != c.typ || e.DialogID != c.dialog || e.TurnID != c.turn {
-		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
-		c.head = appendEventHead(c.head[:0], e)
-	}
-	dst = append(dst, c.head...)
 	switch {
-	case c.seqDigits != nil && e.Seq == c.seq:
-	case c.seqDigits != nil && e.Seq > 0 && c.seq == e.Seq-1:
-		c.seq, c.seqDigits = e.Seq, incDecimal(c.seqDigits)
+	case c.headLen == 0 || !sameString(string(e.Type), string(c.typ)) || !sameString(e.DialogID, c.dialog) || !sameString(e.TurnID, c.turn):
+		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
+		c.line = appendEventHead(c.line[:0], e)
+		c.headLen = len(c.line)
+		c.seq, c.line = e.Seq, strconv.AppendInt(c.line, e.Seq, 10)
+	case e.Seq == c.seq:
+	case e.Seq > 0 && c.seq == e.Seq-1 && incDecimal(c.line[c.headLen:]):
+		c.seq = e.Seq
 	default:
-		c.seq, c.seqDigits = e.Seq, strconv.AppendInt(c.seqDigits[:0], e.Seq, 10)
+		c.seq, c.line = e.Seq, strconv.AppendInt(c.line[:c.headLen], e.Seq, 10)
 	}
-	dst = append(dst, c.seqDigits...)
+	dst = append(dst, c.line...)
 	return appendEventRest(dst, e), true
 }
 
-// incDecimal adds one to the non-negative decimal number d, in place
-// unless it gains a digit.
-func incDecimal(d []byte) []byte {
-	for i := len(d) - 1; i >= 0; i-- {
-		if d[i] != '9' {
-			d[i]++
-			return d
-		}
+// sameString is a == b, with the common case — the same string, taken
+// from the same field event after event — decided without a call.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// incDecimal adds one to the non-negative decimal number d in place and
+// reports true, or reports false, with d unchanged, if it would gain a
+// digit (all nines).
+func incDecimal(d []byte) bool {
+	i := len(d) - 1
+	for i >= 0 && d[i] == '9' {
+		i--
+	}
+	if i < 0 {
+		return false
+	}
+	d[i]++
+	for i++; i < len(d); i++ {
 		d[i] = '0'
 	}
-	return append([]byte{'1'}, d...)
+	return true
 }
 
 // fastEvent reports whether e is one of the events AppendEventJSON
