@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -146,7 +147,21 @@ const jsonSafeASCII = "000000000000000000000000000000001101111111111111111111111
 // or non-ASCII (>= 0x80, which the encoder must check for U+2028, U+2029
 // and invalid UTF-8).
 func plainWord(w uint64) bool {
-	return w&0x8080808080808080 == 0 && !hasSpecial(w)
+	return notPlain(w) == 0
+}
+
+// notPlain is plainWord's test as a mask: the high bit of each byte of w
+// that needs a look may be set, and the lowest byte marked is exactly the
+// first that needs one (bytes above it may be marked falsely), so that
+// firstMarked(notPlain(w)) is the offset of that byte.
+func notPlain(w uint64) uint64 {
+	return w&0x8080808080808080 | specialBits(w)
+}
+
+// firstMarked is the offset of the lowest byte whose high bit is set in m,
+// 8 when none is.
+func firstMarked(m uint64) int {
+	return bits.TrailingZeros64(m) >> 3
 }
 
 // load64 is the little-endian word of s[i:i+8] (one load once compiled).
@@ -173,15 +188,18 @@ func appendJSONStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look (nearly all
-		// text): a word test instead of eight lookups.
-		for i+8 <= len(s) && plainWord(load64(s, i)) {
-			i += 8
-		}
-		if i == len(s) {
-			break
+		// text): a word test instead of eight lookups; then straight to
+		// the byte that needs one.
+		if i+8 <= len(s) {
+			m := notPlain(load64(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += firstMarked(m)
 		}
 		b := s[i]
-		if jsonSafeASCII[b] == '1' {
+		if jsonSafeASCII[b] == '1' { // in the last seven bytes
 			i++
 			continue
 		}

@@ -246,11 +246,13 @@ func unquoteShort(body string) (string, bool) {
 	b.Grow(len(body))
 	start := 0
 	for i := 0; i < len(body); {
-		for i+8 <= len(body) && !hasSpecial(load64(body, i)) {
-			i += 8
-		}
-		if i == len(body) {
-			break
+		if i+8 <= len(body) {
+			m := specialBits(load64(body, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += firstMarked(m)
 		}
 		c := body[i]
 		if c != '\\' {
@@ -542,9 +544,17 @@ func plainJSONString(s string) bool {
 // of a JSON string: '"', '\\' or a control character (SWAR bit tricks; exact
 // as an "any byte" test).
 func hasSpecial(x uint64) bool {
+	return specialBits(x) != 0
+}
+
+// specialBits is hasSpecial as a mask: the high bit of each such byte may
+// be set, and the lowest byte marked is exactly the first such byte (a
+// borrow from a marked byte can mark bytes above it, never below), so that
+// firstMarked(specialBits(x)) is its offset.
+func specialBits(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := x^('"'*ones), x^('\\'*ones)
-	return ((x-0x20*ones)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
+	return ((x-0x20*ones)&^x | (q-ones)&^q | (b-ones)&^b) & highs
 }
 
 func isHex(c byte) bool {
