@@ -134,6 +134,9 @@ type client struct {
 	// onWrite, when not nil, runs before each fs/write_text_file; an
 	// error fails that write, and nothing of it is written.
 	onWrite func(p sdk.WriteTextFileRequest) error
+	// onRead, when not nil, runs before each fs/read_text_file; an error
+	// fails that read (a file the client cannot give as text).
+	onRead func(p sdk.ReadTextFileRequest) error
 	// permit answers a permission request; nil answers allow_once.
 	permit func(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error)
 }
@@ -157,6 +160,11 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 }
 
 func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	if c.onRead != nil {
+		if err := c.onRead(p); err != nil {
+			return sdk.ReadTextFileResponse{}, err
+		}
+	}
 	c.mu.Lock()
 	c.reads = append(c.reads, p.Path)
 	text, ok := c.writes[p.Path]

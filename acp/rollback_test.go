@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,5 +156,283 @@ func smithApply(t *testing.T, f *fixture, patch string) {
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "SMITH_STATE_DIR="+f.state)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("smith apply: %v\n%s", err, out)
+	}
+}
+
+// createEditDisk is a patch that deletes gone.txt and edits b.txt and
+// d.txt: its undo, one group, creates gone.txt and puts b.txt back through
+// the client (one ApplyEdit), and writes d.txt on disk when the client
+// cannot read it.
+const createEditDisk = `--- a/gone.txt
++++ /dev/null
+@@ -1,2 +0,0 @@
+-gone 1
+-gone 2
+--- a/b.txt
++++ b/b.txt
+@@ -1,2 +1,2 @@
+-b1
++B1
+ b2
+--- a/d.txt
++++ b/d.txt
+@@ -1,2 +1,2 @@
+-d1
++D1
+ d2
+`
+
+// TestFailedDiskWriteTakesBackTheEditorsCreation: a batch writes a new
+// file and an edit through the client, and then its disk write fails
+// (another tool changed d.txt meanwhile). ACP cannot delete a file, so the
+// engine cannot take the creation back through the client: the edit is
+// put back through it, the created file is removed from the disk while it
+// holds exactly what smith wrote, and the answer says what became of each
+// file, naming any left.
+func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
+	const typed = "typed by the user\n"
+	const tool = "d changed by another tool\n"
+	for _, tt := range []struct {
+		name     string
+		typed    bool   // the user types into gone.txt before the disk write
+		unsaved  bool   // the client keeps its writes in buffers (no save)
+		failBack bool   // the client fails the write that puts b.txt back
+		b        string // what b.txt holds at the end, in the buffer and on disk ("": put back)
+		// what gone.txt holds at the end, on disk and in the buffer ("": absent)
+		disk, buffer string
+		said         []string
+	}{
+		{
+			name: "nothing changed",
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt was put back"},
+		},
+		{
+			name: "the created file typed into", typed: true,
+			disk: typed, buffer: typed,
+			said: []string{"gone.txt changed since smith wrote it; left as it is", "b.txt was put back", "Review the files left as they are"},
+		},
+		{
+			name: "the created file not saved", unsaved: true,
+			buffer: "gone 1\ngone 2\n",
+			said:   []string{"gone.txt is not on disk (the editor holds it unsaved)", "left as it is", "b.txt was put back", "Review the files left as they are"},
+		},
+		{
+			name: "the put-back fails", failBack: true,
+			b:    "b1\nb2\n", // as smith's undo wrote it
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt cannot be taken back (the editor's write failed: fs/write_text_file", "the disk is full", "left as it is", "Review the files left as they are"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "d.txt": "d1\nd2\n"} {
+				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			smithApply(t, f, createEditDisk)
+			gone, b, d := filepath.Join(f.ws, "gone.txt"), filepath.Join(f.ws, "b.txt"), filepath.Join(f.ws, "d.txt")
+
+			c := &client{fs: true, save: !tt.unsaved}
+			c.onRead = func(p sdk.ReadTextFileRequest) error {
+				if p.Path == d {
+					return errors.New("not a text file the editor can open")
+				}
+				return nil
+			}
+			var mu sync.Mutex
+			var order []string
+			c.onWrite = func(p sdk.WriteTextFileRequest) error {
+				mu.Lock()
+				order = append(order, filepath.Base(p.Path))
+				n := len(order)
+				mu.Unlock()
+				if p.Path == b && n == 3 && tt.failBack {
+					return errors.New("the disk is full")
+				}
+				if p.Path != b || n != 2 {
+					return nil
+				}
+				// The last write through the client: before smith's disk
+				// write, another tool changes d.txt, and the user may type
+				// into the file smith just created.
+				if err := os.WriteFile(d, []byte(tool), 0o644); err != nil {
+					t.Error(err)
+				}
+				if tt.typed {
+					if err := c.edit(gone, typed); err != nil {
+						t.Error(err)
+					}
+				}
+				return nil
+			}
+			p := start(t, f, c)
+			sid := p.session(t, f)
+			p.prompt(t, sid, "/undo")
+			answer := agentText(c.updates())
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"gone.txt", "b.txt"}; !slices.Equal(order[:min(2, len(order))], want) {
+				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the take-back\n%s", order, want, answer)
+			}
+			for _, want := range append([]string{"/undo failed: change conflict: a file changed while smith was writing it", "d.txt"}, tt.said...) {
+				if !strings.Contains(answer, want) {
+					t.Errorf("the answer does not say %q:\n%s", want, answer)
+				}
+			}
+			wantLeft := 0
+			if tt.buffer != "" {
+				wantLeft = 1 // gone.txt
+			}
+			if tt.failBack {
+				wantLeft = 1 // b.txt
+			}
+			if left := strings.Count(answer, "left as it is"); left != wantLeft {
+				t.Errorf("the answer says %d files are left as they are, want %d:\n%s", left, wantLeft, answer)
+			}
+			if (tt.buffer != "" || tt.failBack) && strings.Contains(answer, "a file changed while smith was writing it; nothing was written") {
+				t.Errorf("the answer says nothing was written, although a file is left:\n%s", answer)
+			}
+			got, err := os.ReadFile(gone)
+			switch {
+			case tt.disk == "" && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("gone.txt is on disk (%q, %v), want it removed", got, err)
+			case tt.disk != "" && string(got) != tt.disk:
+				t.Errorf("gone.txt holds %q (%v) on disk, want %q", got, err, tt.disk)
+			}
+			c.mu.Lock()
+			bufB := c.writes[b]
+			bufGone, inBuf := c.writes[gone]
+			c.mu.Unlock()
+			wantB := "B1\nb2\n" // put back
+			if tt.b != "" {
+				wantB = tt.b
+			}
+			if bufB != wantB {
+				t.Errorf("the editor's buffer of b.txt holds %q, want %q", bufB, wantB)
+			}
+			if tt.buffer != "" && bufGone != tt.buffer {
+				t.Errorf("the editor's buffer of gone.txt holds %q (open %v), want %q", bufGone, inBuf, tt.buffer)
+			}
+			if !tt.unsaved {
+				if got := f.read(t, "b.txt"); got != wantB {
+					t.Errorf("b.txt holds %q on disk, want %q", got, wantB)
+				}
+			}
+			if got := f.read(t, "d.txt"); got != tool {
+				t.Errorf("d.txt holds %q, want what the other tool wrote", got)
+			}
+		})
+	}
+}
+
+// TestDamagedJournalAfterTheClientWroteNamesWhatIsLeft: the undo of a
+// patch writes b.txt back through the client and big.txt (too large to
+// hold, and one the client cannot read) on disk, whose text before the
+// engine reads from its journal only while it writes it: the journal's
+// copy is damaged, so the disk write fails after the client wrote b.txt.
+// The answer says nothing was written on disk, not that nothing was
+// written, and what became of b.txt: put back, or named as left when the
+// client fails that write too.
+func TestDamagedJournalAfterTheClientWroteNamesWhatIsLeft(t *testing.T) {
+	var big strings.Builder
+	for i := 0; big.Len() < 1200<<10; i++ {
+		fmt.Fprintf(&big, "big line %d\n", i)
+	}
+	bigText := big.String()
+	bigApplied := "BIG" + strings.TrimPrefix(bigText, "big")
+	patch := "--- a/big.txt\n+++ b/big.txt\n@@ -1,2 +1,2 @@\n-big line 0\n+BIG line 0\n big line 1\n" +
+		"--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n-b1\n+B1\n b2\n"
+	for _, tt := range []struct {
+		name     string
+		failBack bool // the client fails the write that puts b.txt back
+		b        string
+		said     []string
+	}{
+		{name: "put back", b: "B1\nb2\n", said: []string{"b.txt was put back."}},
+		{name: "the put-back fails", failBack: true, b: "b1\nb2\n", said: []string{"b.txt cannot be taken back", "left as it is", "Review the files left as they are"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
+			for name, text := range map[string]string{"big.txt": bigText, "b.txt": "b1\nb2\n"} {
+				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			smithApply(t, f, patch)
+			damageJournalCopy(t, f.state, bigText)
+			bigPath, b := filepath.Join(f.ws, "big.txt"), filepath.Join(f.ws, "b.txt")
+
+			c := &client{fs: true, save: true}
+			c.onRead = func(p sdk.ReadTextFileRequest) error {
+				if p.Path == bigPath {
+					return errors.New("too large for the editor")
+				}
+				return nil
+			}
+			var mu sync.Mutex
+			writes := 0
+			c.onWrite = func(p sdk.WriteTextFileRequest) error {
+				mu.Lock()
+				defer mu.Unlock()
+				writes++
+				if p.Path == b && writes == 2 && tt.failBack {
+					return errors.New("the disk is full")
+				}
+				return nil
+			}
+			p := start(t, f, c)
+			sid := p.session(t, f)
+			p.prompt(t, sid, "/undo")
+			answer := agentText(c.updates())
+			mu.Lock()
+			n := writes
+			mu.Unlock()
+			if n < 1 {
+				t.Fatalf("nothing went through fs/write_text_file: the test does not test the take-back\n%s", answer)
+			}
+			for _, want := range append([]string{"/undo failed: cannot undo change", "big.txt", "damaged", "nothing was written on disk"}, tt.said...) {
+				if !strings.Contains(answer, want) {
+					t.Errorf("the answer does not say %q:\n%s", want, answer)
+				}
+			}
+			if strings.Contains(answer, "; nothing was written.") {
+				t.Errorf("the answer says nothing was written, although the client wrote b.txt:\n%s", answer)
+			}
+			if got := f.read(t, "big.txt"); got != bigApplied {
+				t.Errorf("big.txt changed (%d bytes), want it as smith apply wrote it", len(got))
+			}
+			if got := f.read(t, "b.txt"); got != tt.b {
+				t.Errorf("b.txt holds %q, want %q", got, tt.b)
+			}
+		})
+	}
+}
+
+// damageJournalCopy changes one byte of the copy of text that smith's
+// journal keeps in state (its blob packs hold texts as they are).
+func damageJournalCopy(t *testing.T, state, text string) {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(state, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		i := strings.Index(string(b), text)
+		if i < 0 {
+			return nil
+		}
+		found = true
+		b[i+len(text)/2] ^= 1
+		return os.WriteFile(path, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		t.Fatal("smith's journal holds no copy of the text to damage")
 	}
 }

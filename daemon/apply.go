@@ -103,6 +103,9 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		}
 	}
 	var done []Editor
+	// fail takes back what the editors in done applied: err then says
+	// what became of their files.
+	fail := func(err error) error { return e.takeBack(ctx, label, done, byEd, err) }
 	for _, ed := range eds {
 		err := ed.ApplyEdit(ctx, label, byEd[ed])
 		if errors.Is(err, ErrUnsupported) {
@@ -116,19 +119,16 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			e.log.Debug("editor cannot apply the edit; writing on disk", "paths", editPaths(byEd[ed]), "err", err)
 			for _, w := range writes[ed] {
 				if err := toDisk(w); err != nil {
-					e.takeBack(ctx, label, done, byEd)
-					return err
+					return fail(err)
 				}
 			}
 			continue
 		}
 		if errors.Is(err, ErrEditorWrite) {
-			e.takeBack(ctx, label, done, byEd)
-			return fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, editPaths(byEd[ed]), err)
+			return fail(fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, editPaths(byEd[ed]), err))
 		}
 		if err != nil {
-			e.takeBack(ctx, label, done, byEd)
-			return fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err)
+			return fail(fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err))
 		}
 		done = append(done, ed)
 	}
@@ -136,8 +136,21 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		return nil
 	}
 	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
-		e.takeBack(ctx, label, done, byEd)
-		return commitError(disk, err)
+		if je := (journalError{}); errors.As(err, &je) {
+			if u := (*undoDataErr)(nil); len(done) > 0 && errors.As(je.err, &u) {
+				u.edited = true
+			}
+			return journalError{fail(je.err)} // Undo says it as it is
+		}
+		if len(done) == 0 {
+			return commitError(disk, err)
+		}
+		// Not "nothing was written": the editors wrote, and fail says
+		// what became of their files.
+		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
+			return fail(fmt.Errorf("%w: a file changed while smith was writing it: %v", ErrConflict, err))
+		}
+		return fail(fmt.Errorf("write %s: %w", diskPaths(disk), err))
 	}
 	return nil
 }
@@ -243,28 +256,6 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 		}
 	}
 	return dw, nil
-}
-
-// takeBack reverts edits already applied by editors of a failed batch,
-// best effort: each buffer that still holds what smith put there gets its
-// old text back.
-func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd map[Editor][]FileEdit) {
-	for _, ed := range eds {
-		var back []FileEdit
-		for _, fe := range byEd[ed] {
-			text, v, ok := ed.Document(fe.Path)
-			if !ok || string(text) != string(fe.NewText) {
-				e.log.Warn("cannot take back an edit of a failed batch", "path", fe.Path)
-				continue
-			}
-			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Create: fe.Delete, Delete: fe.Create})
-		}
-		if len(back) > 0 {
-			if err := ed.ApplyEdit(ctx, label+" (taken back)", back); err != nil {
-				e.log.Warn("cannot take back the edits of a failed batch", "err", err)
-			}
-		}
-	}
 }
 
 func editPaths(fes []FileEdit) string {

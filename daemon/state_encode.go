@@ -388,8 +388,19 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 // hashes, most paths) is copied as it is; any other is encoded by
 // encoding/json itself.
 func appendJSONString(b []byte, s string) []byte {
+	// The bytes json escapes, one bit each: control characters, '"', '&',
+	// '<' and '>' below 64; '\\' and DEL from 64; all from 128 (UTF-8).
+	const lo = 1<<0x20 - 1 | 1<<'"' | 1<<'&' | 1<<'<' | 1<<'>'
+	const hi = 1<<('\\'-64) | 1<<(0x7f-64)
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		c := s[i]
+		var esc bool
+		if c < 64 {
+			esc = uint64(lo)>>c&1 != 0
+		} else {
+			esc = c >= 128 || uint64(hi)>>(c-64)&1 != 0
+		}
+		if esc {
 			q, err := json.Marshal(s)
 			if err != nil { // a string always encodes
 				panic(err)

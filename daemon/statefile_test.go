@@ -140,6 +140,24 @@ func TestHeadAndDialogsAreMarshal(t *testing.T) {
 	}
 }
 
+// TestAppendJSONStringEveryByte: a string holding any one byte value,
+// alone or between plain letters, is written as json.Marshal writes it
+// (the bytes it escapes are told apart by two bit masks).
+func TestAppendJSONStringEveryByte(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		for _, s := range []string{string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd"} {
+			want, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendJSONString(nil, s); string(got) != string(want) {
+				t.Errorf("%q: %s, want %s", s, got, want)
+			}
+		}
+	}
+}
+
 // fillRandom sets every exported member of v, recursively, to random
 // values of its kind (pointers, slices and maps nil, empty or set; below
 // depth 4, nil).

@@ -64,7 +64,24 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare spareFile) (*fileWrite,
 // naming the file, since the journal's own words name only a blob, and
 // saying where else the user can take that text from.
 func undoDataError(r *undoRecord, err error) error {
-	return fmt.Errorf("cannot undo change %s: smith's copy of what %s held before it is damaged or missing (%v); nothing was written. Restore %s from version control or a backup if you need its earlier text", r.ChangeID, r.Rel, err, r.Rel)
+	return &undoDataErr{r: r, err: err}
+}
+
+// undoDataErr is undoDataError's error. edited: editors had written
+// their part of the undo before the disk commit met it (writeBatch), so
+// only the disk is untouched, and the take-back says the rest.
+type undoDataErr struct {
+	r      *undoRecord
+	err    error
+	edited bool
+}
+
+func (u *undoDataErr) Error() string {
+	nothing := "nothing was written"
+	if u.edited {
+		nothing = "nothing was written on disk"
+	}
+	return fmt.Sprintf("cannot undo change %s: smith's copy of what %s held before it is damaged or missing (%v); %s. Restore %s from version control or a backup if you need its earlier text", u.r.ChangeID, u.r.Rel, u.err, nothing, u.r.Rel)
 }
 
 // journalError is the journal failing to give the bytes an undo restores

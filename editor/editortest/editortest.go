@@ -60,9 +60,10 @@ type Editor struct {
 	rawCalls map[string]chan json.RawMessage
 	rawSeq   int
 
-	resourceOps []string // see ResourceOperations; nil: create, rename, delete
-	refuseEdits bool     // see RefuseEdits
-	holdEdits   bool     // see HoldEdits
+	resourceOps []string           // see ResourceOperations; nil: create, rename, delete
+	refuseEdits bool               // see RefuseEdits
+	holdEdits   bool               // see HoldEdits
+	onApplyEdit func(label string) // see OnApplyEdit
 	// Encoding is the position encoding the editor uses ("utf-16" unless
 	// Initialize negotiated another).
 	Encoding     string
@@ -90,6 +91,16 @@ func (e *Editor) ResourceOperations(ops ...string) {
 func (e *Editor) RefuseEdits(refuse bool) {
 	e.mu.Lock()
 	e.refuseEdits = refuse
+	e.mu.Unlock()
+}
+
+// OnApplyEdit makes the editor run f before it applies each later
+// workspace/applyEdit (one it refuses or holds does not run it), with the
+// edit's label: a test changes the disk while smith's write is under way.
+// nil stops it.
+func (e *Editor) OnApplyEdit(f func(label string)) {
+	e.mu.Lock()
+	e.onApplyEdit = f
 	e.mu.Unlock()
 }
 

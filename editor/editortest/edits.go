@@ -66,13 +66,16 @@ func (e *Editor) applyEdit(ctx context.Context, id jsonrpc2.ID, raw json.RawMess
 	}
 	e.mu.Lock()
 	e.edits = append(e.edits, raw)
-	refuse, hold, enc := e.refuseEdits, e.holdEdits, e.Encoding
+	refuse, hold, enc, onApply := e.refuseEdits, e.holdEdits, e.Encoding, e.onApplyEdit
 	e.mu.Unlock()
 	if hold {
 		return nil, e.waitCancel(ctx, id)
 	}
 	if refuse {
 		return &applyEditResult{Applied: false, FailureReason: "refused by the test"}, nil
+	}
+	if onApply != nil {
+		onApply(p.Label)
 	}
 	// Plan everything first so that a failure changes nothing.
 	var out []planned
