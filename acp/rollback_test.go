@@ -159,10 +159,10 @@ func smithApply(t *testing.T, f *fixture, patch string) {
 	}
 }
 
-// createEditDisk is a patch that deletes gone.txt and edits b.txt and
-// d.txt: its undo, one group, creates gone.txt and puts b.txt back through
-// the client (one ApplyEdit), and writes d.txt on disk when the client
-// cannot read it.
+// createEditDisk is a patch that deletes gone.txt and edits b.txt, c.txt
+// and d.txt: its undo, one group, creates gone.txt and puts b.txt and
+// c.txt back through the client (one ApplyEdit), and writes d.txt on disk
+// when the client cannot read it.
 const createEditDisk = `--- a/gone.txt
 +++ /dev/null
 @@ -1,2 +0,0 @@
@@ -174,6 +174,12 @@ const createEditDisk = `--- a/gone.txt
 -b1
 +B1
  b2
+--- a/c.txt
++++ b/c.txt
+@@ -1,2 +1,2 @@
+-c1
++C1
+ c2
 --- a/d.txt
 +++ b/d.txt
 @@ -1,2 +1,2 @@
@@ -183,12 +189,13 @@ const createEditDisk = `--- a/gone.txt
 `
 
 // TestFailedDiskWriteTakesBackTheEditorsCreation: a batch writes a new
-// file and an edit through the client, and then its disk write fails
+// file and two edits through the client, and then its disk write fails
 // (another tool changed d.txt meanwhile). ACP cannot delete a file, so the
-// engine cannot take the creation back through the client: the edit is
+// engine cannot take the creation back through the client: the edits are
 // put back through it, the created file is removed from the disk while it
 // holds exactly what smith wrote, and the answer says what became of each
-// file, naming any left.
+// file, naming any left. When the client fails the put-back of c.txt,
+// b.txt is still put back and c.txt named as left.
 func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 	const typed = "typed by the user\n"
 	const tool = "d changed by another tool\n"
@@ -196,15 +203,15 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 		name     string
 		typed    bool   // the user types into gone.txt before the disk write
 		unsaved  bool   // the client keeps its writes in buffers (no save)
-		failBack bool   // the client fails the write that puts b.txt back
-		b        string // what b.txt holds at the end, in the buffer and on disk ("": put back)
+		failBack bool   // the client fails the write that puts c.txt back
+		c        string // what c.txt holds at the end, in the buffer and on disk ("": put back)
 		// what gone.txt holds at the end, on disk and in the buffer ("": absent)
 		disk, buffer string
 		said         []string
 	}{
 		{
 			name: "nothing changed",
-			said: []string{"gone.txt was removed (smith had created it)", "b.txt was put back"},
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt was put back", "c.txt was put back"},
 		},
 		{
 			name: "the created file typed into", typed: true,
@@ -218,19 +225,19 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 		},
 		{
 			name: "the put-back fails", failBack: true,
-			b:    "b1\nb2\n", // as smith's undo wrote it
-			said: []string{"gone.txt was removed (smith had created it)", "b.txt cannot be taken back (the editor's write failed: fs/write_text_file", "the disk is full", "left as it is", "Review the files left as they are"},
+			c:    "c1\nc2\n", // as smith's undo wrote it
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt was put back", "c.txt cannot be taken back (the editor's write failed: fs/write_text_file", "the disk is full", "left as it is", "Review the files left as they are"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
-			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "d.txt": "d1\nd2\n"} {
+			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n", "d.txt": "d1\nd2\n"} {
 				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			smithApply(t, f, createEditDisk)
-			gone, b, d := filepath.Join(f.ws, "gone.txt"), filepath.Join(f.ws, "b.txt"), filepath.Join(f.ws, "d.txt")
+			gone, b, cPath, d := filepath.Join(f.ws, "gone.txt"), filepath.Join(f.ws, "b.txt"), filepath.Join(f.ws, "c.txt"), filepath.Join(f.ws, "d.txt")
 
 			c := &client{fs: true, save: !tt.unsaved}
 			c.onRead = func(p sdk.ReadTextFileRequest) error {
@@ -246,10 +253,10 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 				order = append(order, filepath.Base(p.Path))
 				n := len(order)
 				mu.Unlock()
-				if p.Path == b && n == 3 && tt.failBack {
-					return errors.New("the disk is full")
+				if p.Path == cPath && n == 5 && tt.failBack {
+					return errors.New("the disk is full") // the put-back of c.txt
 				}
-				if p.Path != b || n != 2 {
+				if p.Path != cPath || n != 3 {
 					return nil
 				}
 				// The last write through the client: before smith's disk
@@ -271,7 +278,7 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			answer := agentText(c.updates())
 			mu.Lock()
 			defer mu.Unlock()
-			if want := []string{"gone.txt", "b.txt"}; !slices.Equal(order[:min(2, len(order))], want) {
+			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the take-back\n%s", order, want, answer)
 			}
 			for _, want := range append([]string{"/undo failed: change conflict: a file changed while smith was writing it", "d.txt"}, tt.said...) {
@@ -284,7 +291,7 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 				wantLeft = 1 // gone.txt
 			}
 			if tt.failBack {
-				wantLeft = 1 // b.txt
+				wantLeft = 1 // c.txt
 			}
 			if left := strings.Count(answer, "left as it is"); left != wantLeft {
 				t.Errorf("the answer says %d files are left as they are, want %d:\n%s", left, wantLeft, answer)
@@ -300,22 +307,22 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 				t.Errorf("gone.txt holds %q (%v) on disk, want %q", got, err, tt.disk)
 			}
 			c.mu.Lock()
-			bufB := c.writes[b]
+			bufB, bufC := c.writes[b], c.writes[cPath]
 			bufGone, inBuf := c.writes[gone]
 			c.mu.Unlock()
-			wantB := "B1\nb2\n" // put back
-			if tt.b != "" {
-				wantB = tt.b
+			wantC := "C1\nc2\n" // put back
+			if tt.c != "" {
+				wantC = tt.c
 			}
-			if bufB != wantB {
-				t.Errorf("the editor's buffer of b.txt holds %q, want %q", bufB, wantB)
+			if bufB != "B1\nb2\n" || bufC != wantC {
+				t.Errorf("the editor's buffers of b.txt and c.txt hold %q and %q, want %q and %q", bufB, bufC, "B1\nb2\n", wantC)
 			}
 			if tt.buffer != "" && bufGone != tt.buffer {
 				t.Errorf("the editor's buffer of gone.txt holds %q (open %v), want %q", bufGone, inBuf, tt.buffer)
 			}
 			if !tt.unsaved {
-				if got := f.read(t, "b.txt"); got != wantB {
-					t.Errorf("b.txt holds %q on disk, want %q", got, wantB)
+				if got, gotC := f.read(t, "b.txt"), f.read(t, "c.txt"); got != "B1\nb2\n" || gotC != wantC {
+					t.Errorf("b.txt and c.txt hold %q and %q on disk, want %q and %q", got, gotC, "B1\nb2\n", wantC)
 				}
 			}
 			if got := f.read(t, "d.txt"); got != tool {

@@ -25,10 +25,11 @@ import (
 // of a change that failed: a log line alone would leave them believing
 // nothing was written.
 //
-// An editor that cannot delete a file (ACP's fs/write_text_file, an LSP
-// editor without the delete resource operation) cannot take back a file
-// it created: the other files are taken back through it, and the created
-// ones are removed on disk, by diffapply's commit guarded by the hash of
+// Each file is taken back through its editor on its own (takeBackEdit),
+// so that the error says for certain what became of it. An editor that
+// cannot delete a file (ACP's fs/write_text_file, an LSP editor without
+// the delete resource operation) cannot take back a file it created: that
+// file is removed on disk, by diffapply's commit guarded by the hash of
 // what smith wrote (removeCreated). A file that an editor deleted cannot
 // be put back through it (it no longer has the buffer): it is written
 // back on disk while it is still absent (restoreDeleted).
@@ -71,86 +72,54 @@ func (t takenBack) Error() string {
 
 func (t takenBack) Unwrap() error { return t.err }
 
-// takeBackResult is what became of one file (or, for an editor that
-// failed to take back several, of those files), said for the user; ok
+// takeBackResult is what became of one file, said for the user; ok
 // false means left as it is.
 type takeBackResult struct {
 	said string
 	ok   bool
 }
 
-// takeBackEdits takes back the edits fes that ed applied, in their order.
+// takeBackEdits takes back the edits fes that ed applied, in their order,
+// one file at a time: the take-back is best effort, and the user must
+// learn what became of each file, which an all-or-none edit of several
+// that fails halfway does not say for certain.
 func (e *Engine) takeBackEdits(ctx context.Context, label string, ed Editor, fes []FileEdit) []takeBackResult {
-	out := make([]takeBackResult, len(fes))
-	var back []FileEdit
-	var at []int // out's index of each of back
-	for i, fe := range fes {
-		if fe.Delete {
-			// The editor deleted the file (on disk, as an LSP editor's
-			// delete operation does); whether it still has a buffer of it
-			// or not, a create through it would be refused or make a new
-			// buffer: the file is written back on disk.
-			out[i] = e.restoreDeleted(ctx, fe)
-			continue
-		}
-		text, v, ok := ed.Document(fe.Path)
-		switch {
-		case !ok || !bytes.Equal(text, fe.NewText):
-			out[i] = takeBackResult{said: e.relName(fe.Path) + " changed since smith wrote it; left as it is"}
-		default:
-			back = append(back, FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Delete: fe.Create})
-			at = append(at, i)
-		}
-	}
-	if len(back) == 0 {
-		return out
-	}
-	label += " (taken back)"
-	err := ed.ApplyEdit(ctx, label, back)
-	if errors.Is(err, ErrUnsupported) && hasDelete(back) {
-		// The editor cannot delete the files it created (and has changed
-		// nothing): the others go back through it, the created ones are
-		// removed on disk.
-		var edits []FileEdit
-		var editsAt []int
-		for j, fe := range back {
-			if fe.Delete {
-				out[at[j]] = e.removeCreated(ctx, fe)
-				continue
-			}
-			edits, editsAt = append(edits, fe), append(editsAt, at[j])
-		}
-		back, at, err = edits, editsAt, nil
-		if len(back) > 0 {
-			err = ed.ApplyEdit(ctx, label, back)
-		}
-	}
-	switch {
-	case len(back) == 0:
-	case errors.Is(err, ErrEditorWrite):
-		if len(back) == 1 {
-			// The editor's write of it failed: it holds smith's edit.
-			out[at[0]] = takeBackResult{said: fmt.Sprintf("%s cannot be taken back (the editor's write failed: %v); left as it is", e.relName(back[0].Path), err)}
-			break
-		}
-		// Its text says what became of each file: said once, for all.
-		out[at[0]] = takeBackResult{said: fmt.Sprintf("Taking back %s through the editor failed: %v", e.relNames(back), err)}
-		out = deleteAt(out, at[1:])
-	case err != nil:
-		for j, i := range at {
-			out[i] = takeBackResult{said: fmt.Sprintf("%s cannot be taken back: the editor refused (%v); left as it is", e.relName(back[j].Path), err)}
-		}
-	default:
-		for j, i := range at {
-			switch fe := back[j]; {
-			case fe.Delete:
-				out[i] = takeBackResult{said: e.relName(fe.Path) + " was removed (smith had created it)", ok: true}
-			default:
-				out[i] = takeBackResult{said: e.relName(fe.Path) + " was put back", ok: true}
-			}
-		}
+	out := make([]takeBackResult, 0, len(fes))
+	for _, fe := range fes {
+		out = append(out, e.takeBackEdit(ctx, label+" (taken back)", ed, fe))
 	}
 	return out
+}
+
+// takeBackEdit takes back fe, which ed applied.
+func (e *Engine) takeBackEdit(ctx context.Context, label string, ed Editor, fe FileEdit) takeBackResult {
+	name := e.relName(fe.Path)
+	if fe.Delete {
+		// The editor deleted the file (on disk, as an LSP editor's
+		// delete operation does); whether it still has a buffer of it or
+		// not, a create through it would be refused or make a new
+		// buffer: the file is written back on disk.
+		return e.restoreDeleted(ctx, fe)
+	}
+	text, v, ok := ed.Document(fe.Path)
+	if !ok || !bytes.Equal(text, fe.NewText) {
+		return takeBackResult{said: name + " changed since smith wrote it; left as it is"}
+	}
+	back := FileEdit{Path: fe.Path, Version: v, OldText: fe.NewText, NewText: fe.OldText, Delete: fe.Create}
+	err := ed.ApplyEdit(ctx, label, []FileEdit{back})
+	switch {
+	case err == nil && back.Delete:
+		return takeBackResult{said: name + " was removed (smith had created it)", ok: true}
+	case err == nil:
+		return takeBackResult{said: name + " was put back", ok: true}
+	case back.Delete && errors.Is(err, ErrUnsupported):
+		// The editor cannot delete the file it created, and has changed
+		// nothing.
+		return e.removeCreated(ctx, back)
+	case errors.Is(err, ErrEditorWrite):
+		return takeBackResult{said: fmt.Sprintf("%s cannot be taken back (the editor's write failed: %v); left as it is", name, err)}
+	}
+	return takeBackResult{said: fmt.Sprintf("%s cannot be taken back: the editor refused (%v); left as it is", name, err)}
 }
 
 // removeCreated removes on disk a file that smith created through an
@@ -190,7 +159,7 @@ func (e *Engine) restoreDeleted(ctx context.Context, fe FileEdit) takeBackResult
 	name := e.relName(fe.Path)
 	rel, err := relTo(e.ws.root, fe.Path)
 	if err != nil {
-		return takeBackResult{said: fmt.Sprintf("%s was deleted and cannot be written back (%v)", name, err)}
+		return takeBackResult{said: fmt.Sprintf("%s was deleted by the editor and cannot be written back (%v); left deleted", name, err)}
 	}
 	put := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent, Content: fe.OldText}
 	if put.Content == nil {
@@ -206,40 +175,10 @@ func (e *Engine) restoreDeleted(ctx context.Context, fe FileEdit) takeBackResult
 	return takeBackResult{said: name + " was written back on disk (the editor had deleted it)", ok: true}
 }
 
-func hasDelete(fes []FileEdit) bool {
-	for _, fe := range fes {
-		if fe.Delete {
-			return true
-		}
-	}
-	return false
-}
-
-// deleteAt removes out's elements at the indexes at (ascending).
-func deleteAt(out []takeBackResult, at []int) []takeBackResult {
-	kept := out[:0]
-	for i, r := range out {
-		if len(at) > 0 && at[0] == i {
-			at = at[1:]
-			continue
-		}
-		kept = append(kept, r)
-	}
-	return kept
-}
-
 // relName is abs relative to the workspace, as errors name files.
 func (e *Engine) relName(abs string) string {
 	if rel, err := relTo(e.ws.root, abs); err == nil {
 		return rel
 	}
 	return abs
-}
-
-func (e *Engine) relNames(fes []FileEdit) string {
-	ps := make([]string, 0, len(fes))
-	for _, fe := range fes {
-		ps = append(ps, e.relName(fe.Path))
-	}
-	return strings.Join(ps, ", ")
 }
