@@ -264,6 +264,8 @@ class SmithExtension {
       await client.startQuietly();
       running = true;
     } catch (err) {
+      // A start that a restart meanwhile stopped (a setting changed) has nothing to say.
+      if (this.client !== client) return;
       // What the user finds on Show output: the reason (serve's names the path, the setting it
       // came from and the fix) and what to do after the fix, as the one error of this start.
       const reason = errorMessage(err);
