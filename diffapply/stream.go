@@ -310,6 +310,10 @@ type stream struct {
 	parsed []bool  // the section's hunks were parsed (once is enough)
 	perr   []error // and what refused them
 	parser hunkParser
+	// section is the buffer a section read again is read into (a reader's
+	// diff): once its hunks are parsed nothing views it (go-diff copies
+	// every line it keeps), so the next section reuses it.
+	section []byte
 }
 
 // rawHunks returns the hunks of section i, scanning it again when the
@@ -319,9 +323,16 @@ func (st *stream) rawHunks(i int) ([]*rawHunk, error) {
 	if rf.hunks != nil || rf.nhunks == 0 {
 		return rf.hunks, nil
 	}
-	text, err := st.src.slice(rf.off, rf.end)
-	if err != nil {
-		return nil, err
+	var text string
+	if st.src.r != nil {
+		n := int(rf.end - rf.off)
+		st.section = slices.Grow(st.section[:0], n)[:n]
+		if err := st.src.readAt(st.section, rf.off); err != nil {
+			return nil, err
+		}
+		text = unsafe.String(unsafe.SliceData(st.section), n)
+	} else {
+		text = st.src.mem[rf.off:rf.end]
 	}
 	base := rf.line
 	fs, _, err := scanLines(text, func(k int) int { return base + k })
