@@ -163,7 +163,17 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job,
 		return nil, nil, nil, false
 	}
 	line := func(i int) []byte { return f.Before[off[i]:off[i+1]] }
-	var edits []lineEdit
+	// The edits and their added lines are allocated once: about one edit
+	// per hunk, the added lines no more than the hunks add.
+	nadd := 0
+	for _, j := range ps {
+		for _, op := range j.h.lines {
+			if op.op == '+' {
+				nadd++
+			}
+		}
+	}
+	edits, adds := make([]lineEdit, 0, len(ps)), make([]addedLine, 0, nadd)
 	flush := func(e lineEdit) {
 		for e.start < e.end && len(e.add) > 0 && e.add[0].equals(line(e.start)) {
 			e.start, e.add = e.start+1, e.add[1:]
@@ -192,12 +202,16 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job,
 			}
 			if !in {
 				run, in = lineEdit{start: oi}, true
+				run.add = adds[len(adds):len(adds)] // grows into adds, whose room never runs out
 			}
 			switch op.op {
 			case '-':
 				oi++
 			case '+':
 				run.add = append(run.add, addedLine{op.text, f.addedEOL(op, literal)})
+				if len(adds) < cap(adds) {
+					adds = adds[:len(adds)+1]
+				}
 			}
 		}
 		if in {
