@@ -202,7 +202,7 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job,
 			}
 			if !in {
 				run, in = lineEdit{start: oi}, true
-				run.add = adds[len(adds):len(adds)] // grows into adds, whose room never runs out
+				run.add = adds[len(adds):] // grows into adds, whose room never runs out
 			}
 			switch op.op {
 			case '-':
