@@ -390,7 +390,7 @@ func appendRange(b []byte, side string, start, count int) []byte {
 // renders what f renders for them (the same lines of the same text: after)
 // and is not rendered again to check it.
 func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
-	if f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+	if f.OldPath != "" || f.SetsMode() || f.Conflict != nil {
 		return nil
 	}
 	// What Plan reads the diff's names as: a creation from /dev/null, a

@@ -138,7 +138,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
-		if f.Op == diffapply.OpCopy || f.Mode != 0 {
+		if notJournalled(f) != "" {
 			// The engine does not write a copy or a mode change:
 			// applyJournalled writes such a patch without it, before it
 			// asks for the diff of this file or of any after it.
@@ -219,7 +219,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 // dropped (a conflict shows its body).
 func describe(f *diffapply.File) *diffapply.File {
 	d := &diffapply.File{
-		ID: f.ID, Path: f.Path, OldPath: f.OldPath, Op: f.Op, Mode: f.Mode,
+		ID: f.ID, Path: f.Path, OldPath: f.OldPath, Op: f.Op, Mode: f.Mode, OldMode: f.OldMode,
 		Conflict: f.Conflict, Existed: f.Existed, BeforeHash: f.BeforeHash,
 		Hunks: make([]*diffapply.Hunk, len(f.Hunks)),
 	}
