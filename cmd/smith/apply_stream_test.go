@@ -467,7 +467,7 @@ func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
 }
 
 // TestStreamedApplyWritesWhatItPlanned: a patch the engine does not write
-// (here a file git creates, with its mode) is written from the writes its
+// (here a file git creates executable, with its mode) is written from the writes its
 // streamed plan kept, not planned again from the diff, which is not read
 // again (its reader fails here); the files hold what Plan gives. A patch
 // of spoolDiffsFrom bytes or more keeps no writes (it is planned again).
@@ -477,7 +477,7 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n" +
-		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+		"diff --git a/new.txt b/new.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
 	want, err := diffapply.Plan(root, []byte(diff), diffapply.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -507,7 +507,7 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 	}
 	// The other way round: once new.txt is met, no as-applied diff is
 	// made for the files after it either.
-	first := "diff --git a/new2.txt b/new2.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new2.txt\n@@ -0,0 +1 @@\n+x\n" +
+	first := "diff --git a/new2.txt b/new2.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new2.txt\n@@ -0,0 +1 @@\n+x\n" +
 		"--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n"
 	sa2, err := planStreamed(root, &patchText{name: "p", data: []byte(first)}, diffapply.Options{}, nil, diffsInMemory, nil)
 	if err != nil {
