@@ -163,7 +163,17 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job,
 		return nil, nil, nil, false
 	}
 	line := func(i int) []byte { return f.Before[off[i]:off[i+1]] }
-	var edits []lineEdit
+	// The edits and their added lines are allocated once: about one edit
+	// per hunk, the added lines no more than the hunks add.
+	nadd := 0
+	for _, j := range ps {
+		for _, op := range j.h.lines {
+			if op.op == '+' {
+				nadd++
+			}
+		}
+	}
+	edits, adds := make([]lineEdit, 0, len(ps)), make([]addedLine, 0, nadd)
 	flush := func(e lineEdit) {
 		for e.start < e.end && len(e.add) > 0 && e.add[0].equals(line(e.start)) {
 			e.start, e.add = e.start+1, e.add[1:]
@@ -192,12 +202,16 @@ func (f *File) appliedEdits(ids []int, after []byte) ([]lineEdit, []int, []*job,
 			}
 			if !in {
 				run, in = lineEdit{start: oi}, true
+				run.add = adds[len(adds):] // grows into adds, whose room never runs out
 			}
 			switch op.op {
 			case '-':
 				oi++
 			case '+':
 				run.add = append(run.add, addedLine{op.text, f.addedEOL(op, literal)})
+				if len(adds) < cap(adds) {
+					adds = adds[:len(adds)+1]
+				}
 			}
 		}
 		if in {
@@ -376,7 +390,7 @@ func appendRange(b []byte, side string, start, count int) []byte {
 // renders what f renders for them (the same lines of the same text: after)
 // and is not rendered again to check it.
 func (f *File) appliedFile(oldLabel, newLabel, d string, hunks []writtenHunk, edits []lineEdit, after []byte, ps []*job) *File {
-	if f.OldPath != "" || f.Mode != 0 || f.Conflict != nil {
+	if f.OldPath != "" || f.SetsMode() || f.Conflict != nil {
 		return nil
 	}
 	// What Plan reads the diff's names as: a creation from /dev/null, a

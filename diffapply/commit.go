@@ -24,8 +24,8 @@ type Write struct {
 	Path string
 	// Content is the new content; nil deletes the file.
 	Content []byte
-	// Mode sets the permission bits; 0 keeps the current ones (0644 for a
-	// new file).
+	// Mode sets the permission bits; 0 keeps the current ones
+	// (NewFileMode for a new file).
 	Mode fs.FileMode
 	// ExpectHash guards against lost updates: "" skips the check,
 	// HashAbsent requires that the file does not exist, anything else must
@@ -493,7 +493,7 @@ func (t *txn) prepare(writes []Write) ([]preimage, error) {
 			return nil, fmt.Errorf("%s is written twice in one transaction", rel)
 		}
 		seen[r] = true
-		e := journalEntry{Path: r, Mode: 0o644}
+		e := journalEntry{Path: r, Mode: NewFileMode}
 		cur, fi, got, err := t.preimage(r, &w)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", rel, err)

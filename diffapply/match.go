@@ -2,6 +2,7 @@ package diffapply
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -43,7 +44,12 @@ type matcher struct {
 	norm   []string // normWS of every line, built on first use
 	exact  map[string][]int
 	wsIdx  map[string][]int
-	claims []span
+	claims []span // in the order the hunks claimed them (whyNot names the first in its way)
+	// byStart is claims by start line: they never overlap, so their ends
+	// are in order too, and fits finds the one a block could overlap by
+	// binary search, not by looking at every claim (a file with thousands
+	// of hunks made that quadratic).
+	byStart []span
 }
 
 type span struct{ start, end int }
@@ -100,6 +106,7 @@ func makeJob(h *hunk, pub *Hunk, old []string) job {
 func (m *matcher) locate(jobs []*job, strict bool) {
 	if m.claims == nil {
 		m.claims = make([]span, 0, len(jobs)) // one claim per hunk, mostly
+		m.byStart = make([]span, 0, len(jobs))
 	}
 	for _, st := range rungs(strict) {
 		for _, j := range jobs {
@@ -187,6 +194,8 @@ func (m *matcher) tryInsert(j *job) {
 func (m *matcher) found(j *job, st step, at, tf, tb, blen, stated int) {
 	j.place = placement{at: at, trimFront: tf, trimBack: tb, blockLen: blen, reachesEOF: at+blen == m.l.len() && tb == 0}
 	m.claims = append(m.claims, span{at, at + blen})
+	k, _ := slices.BinarySearchFunc(m.byStart, at, func(c span, at int) int { return c.start - at })
+	m.byStart = slices.Insert(m.byStart, k, span{at, at + blen})
 	p := j.pub
 	p.Line = at + 1 - tf
 	p.Fuzz = max(tf, tb)
@@ -212,6 +221,13 @@ func (m *matcher) found(j *job, st step, at, tf, tb, blen, stated int) {
 	j.done = true
 }
 
+// claimed reports whether a claim overlaps the lines [at, end): the first
+// claim that ends after at, if it starts before end.
+func (m *matcher) claimed(at, end int) bool {
+	k := sort.Search(len(m.byStart), func(k int) bool { return m.byStart[k].end > at })
+	return k < len(m.byStart) && m.byStart[k].start < end
+}
+
 // fits reports whether block matches the pre-image at line index at,
 // respecting claims, anchors and, for exact steps, the final newline.
 func (m *matcher) fits(j *job, block []string, at, tb int, st step) bool {
@@ -221,10 +237,8 @@ func (m *matcher) fits(j *job, block []string, at, tb int, st step) bool {
 	if at < 0 || end > n {
 		return false
 	}
-	for _, c := range m.claims {
-		if at < c.end && c.start < end {
-			return false
-		}
+	if m.claimed(at, end) {
+		return false
 	}
 	h := j.h
 	// git's anchoring (t4113) holds on the full-context rungs; like git -C,

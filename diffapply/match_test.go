@@ -1,6 +1,7 @@
 package diffapply
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,4 +51,38 @@ func onlyConflict(t *testing.T, root string, diff []byte) *Conflict {
 		t.Fatalf("want one conflicting hunk, got %d", len(hunks))
 	}
 	return hunks[0].Conflict
+}
+
+// TestClaimedIsEveryClaim: the binary search of claimed answers as a look
+// at every claim does, for claims made in any order.
+func TestClaimedIsEveryClaim(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for range 200 {
+		m := &matcher{l: lines{text: make([]string, 300), eol: make([]eol, 300)}}
+		// Disjoint claims, claimed in a random order, as found makes them.
+		var spans []span
+		for at := r.IntN(5); at < 300; at += 1 + r.IntN(12) {
+			n := 1 + r.IntN(8)
+			if at+n > 300 {
+				break
+			}
+			spans = append(spans, span{at, at + n})
+			at += n
+		}
+		r.Shuffle(len(spans), func(i, k int) { spans[i], spans[k] = spans[k], spans[i] })
+		for _, s := range spans {
+			m.found(&job{h: &hunk{}, pub: &Hunk{}}, step{}, s.start, 0, 0, s.end-s.start, s.start)
+		}
+		for at := range 300 {
+			for end := at + 1; end <= min(300, at+20); end++ {
+				want := false
+				for _, c := range m.claims {
+					want = want || at < c.end && c.start < end
+				}
+				if got := m.claimed(at, end); got != want {
+					t.Fatalf("claims %v: claimed(%d, %d) = %v, want %v", m.claims, at, end, got, want)
+				}
+			}
+		}
+	}
 }

@@ -222,16 +222,11 @@ func (s source) read(rel string) ([]byte, bool, error) {
 	}
 	// Through the workspace's os.Root, never blocking on a FIFO.
 	r, _ := within(s.ws.real, abs)
-	if s.bin != nil && s.bin.before != nil {
-		d, err := s.ws.dir()
-		if err != nil {
-			return nil, false, err
-		}
-		b, fi, err := readRegularInto(d, filepath.ToSlash(r), s.bin.before)
-		s.bin.before = nil
-		return b, fi != nil, err
+	var buf []byte // a text handed back (File.Release), read into
+	if s.bin != nil {
+		buf, s.bin.before = s.bin.before, nil
 	}
-	return s.ws.readRel(filepath.ToSlash(r))
+	return s.ws.readRelInto(filepath.ToSlash(r), buf)
 }
 
 // exists reports whether a safe relative path names an existing file.

@@ -335,11 +335,18 @@ func ReadRegularFile(path string) ([]byte, error) {
 
 // readRel reads a confined path through the os.Root.
 func (w *Workspace) readRel(rel string) ([]byte, bool, error) {
+	return w.readRelInto(rel, nil)
+}
+
+// readRelInto is readRel reading into buf when it can hold the file
+// (readRegularInto).
+func (w *Workspace) readRelInto(rel string, buf []byte) ([]byte, bool, error) {
 	d, err := w.dir()
 	if err != nil {
 		return nil, false, err
 	}
-	return readRegular(d, rel)
+	b, fi, err := readRegularInto(d, rel, buf)
+	return b, fi != nil, err
 }
 
 // readRegular opens name in d without blocking (a FIFO swapped in after

@@ -74,11 +74,15 @@ type Patch struct {
 
 // File is one file of a Patch.
 type File struct {
-	ID       int         `json:"id"`                // 1-based, in diff order
-	Path     string      `json:"path"`              // target, relative to the root, slash-separated
-	OldPath  string      `json:"oldPath,omitempty"` // source of a rename or copy
-	Op       Op          `json:"op"`
-	Mode     fs.FileMode `json:"mode,omitempty"` // permission bits to set; 0 keeps them
+	ID      int         `json:"id"`                // 1-based, in diff order
+	Path    string      `json:"path"`              // target, relative to the root, slash-separated
+	OldPath string      `json:"oldPath,omitempty"` // source of a rename or copy
+	Op      Op          `json:"op"`
+	Mode    fs.FileMode `json:"mode,omitempty"` // permission bits to set; 0 keeps them
+	// OldMode is the permission bits the diff names for the file before
+	// ("old mode", "deleted file mode"); 0 when it names none. It is
+	// only told (a warning names the mode a patch changes), never checked.
+	OldMode  fs.FileMode `json:"-"`
 	Hunks    []*Hunk     `json:"hunks"`
 	Conflict *Conflict   `json:"conflict,omitempty"` // a file-level refusal (missing file, ...)
 	// Existed tells whether the pre-image (OldPath or Path) exists;
@@ -95,6 +99,20 @@ type File struct {
 	jobs  []*job
 	root  string   // the Patch's, for Writes
 	bin   *textBin // where Release hands the texts back (a streamed plan's)
+}
+
+// NewFileMode is the permission bits a write without a mode (Write.Mode
+// 0) gives a file it creates: a file git creates as "new file mode 100644"
+// gets them from either.
+const NewFileMode fs.FileMode = 0o644
+
+// SetsMode reports whether writing f sets permission bits a write of its
+// content alone does not give: a mode change, or a file created with
+// other bits than NewFileMode (an executable one). A writer that keeps no
+// modes (smith's undo journal) can write every other file as well as
+// Apply does.
+func (f *File) SetsMode() bool {
+	return f.Mode != 0 && (f.Op != OpCreate || f.Mode != NewFileMode)
 }
 
 // Hunk is one hunk of a File and the outcome of matching it.
@@ -266,6 +284,9 @@ func planFile(src source, fd *fileDiff, opts Options) (*File, error) {
 	}
 	if fd.newMode != 0 {
 		f.Mode = fs.FileMode(fd.newMode & 0o777)
+	}
+	if fd.oldMode != 0 {
+		f.OldMode = fs.FileMode(fd.oldMode & 0o777)
 	}
 	from := oldRel
 	if from == "" {

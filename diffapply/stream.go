@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -84,14 +85,22 @@ func (s diffSource) slice(off, end int64) (string, error) {
 		return s.mem[off:end], nil
 	}
 	b := make([]byte, end-off)
+	if err := s.readAt(b, off); err != nil {
+		return "", err
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+}
+
+// readAt reads len(b) bytes of the diff from off into b (a reader's).
+func (s diffSource) readAt(b []byte, off int64) error {
 	n, err := s.r.ReadAt(b, off)
 	if n == len(b) {
 		err = nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading the diff: %w", err)
+		return fmt.Errorf("reading the diff: %w", err)
 	}
-	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+	return nil
 }
 
 // pieces reads the text in pieces of at least size bytes, each cut right
@@ -102,6 +111,7 @@ type pieces struct {
 	size int
 	off  int64  // where the next piece starts
 	rest []byte // bytes read past the last piece (a reader's)
+	last int    // the last piece's length (a reader's)
 }
 
 // next returns the next piece and its offset; "" at the end.
@@ -120,7 +130,9 @@ func (p *pieces) next() (string, int64, error) {
 		p.off += int64(len(t))
 		return t, start, nil
 	}
-	buf := p.rest
+	// Room for a piece as long as the last one (a file's section, most
+	// often), so that the piece is not copied again and again to grow.
+	buf := slices.Grow(p.rest, int(max(0, min(int64(p.last+p.last/8), total-start)-int64(len(p.rest)))))
 	p.rest = nil
 	from := p.size
 	for {
@@ -139,14 +151,17 @@ func (p *pieces) next() (string, int64, error) {
 		if at >= total {
 			break
 		}
-		n := min(int64(max(p.size, 64<<10)), total-at)
-		chunk, err := p.src.slice(at, at+n)
-		if err != nil {
+		// Read into the piece's own buffer: a piece is as long as a
+		// file's section (megabytes), read 64 KiB at a time.
+		n := int(min(int64(max(p.size, 64<<10)), total-at))
+		buf = slices.Grow(buf, n)
+		if err := p.src.readAt(buf[len(buf):len(buf)+n], at); err != nil {
 			return "", start, err
 		}
-		buf = append(buf, chunk...)
+		buf = buf[:len(buf)+n]
 	}
 	p.off += int64(len(buf))
+	p.last = len(buf)
 	return unsafe.String(unsafe.SliceData(buf), len(buf)), start, nil
 }
 
@@ -295,6 +310,10 @@ type stream struct {
 	parsed []bool  // the section's hunks were parsed (once is enough)
 	perr   []error // and what refused them
 	parser hunkParser
+	// section is the buffer a section read again is read into (a reader's
+	// diff): once its hunks are parsed nothing views it (go-diff copies
+	// every line it keeps), so the next section reuses it.
+	section []byte
 }
 
 // rawHunks returns the hunks of section i, scanning it again when the
@@ -304,9 +323,16 @@ func (st *stream) rawHunks(i int) ([]*rawHunk, error) {
 	if rf.hunks != nil || rf.nhunks == 0 {
 		return rf.hunks, nil
 	}
-	text, err := st.src.slice(rf.off, rf.end)
-	if err != nil {
-		return nil, err
+	var text string
+	if st.src.r != nil {
+		n := int(rf.end - rf.off)
+		st.section = slices.Grow(st.section[:0], n)[:n]
+		if err := st.src.readAt(st.section, rf.off); err != nil {
+			return nil, err
+		}
+		text = unsafe.String(unsafe.SliceData(st.section), n)
+	} else {
+		text = st.src.mem[rf.off:rf.end]
 	}
 	base := rf.line
 	fs, _, err := scanLines(text, func(k int) int { return base + k })

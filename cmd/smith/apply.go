@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"path"
@@ -377,9 +378,10 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	var chs []protocol.Change
 	var texts []func() (string, *diffapply.File, error) // each change's diff and plan
+	var modes []string // what smith undo will not restore, told once the patch is applied
 	for _, f := range p.Files {
-		if f.Op == diffapply.OpCopy || f.Mode != 0 {
-			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, map[bool]string{true: "is a copy", false: "changes the file mode"}[f.Op == diffapply.OpCopy])
+		if why := notJournalled(f); why != "" {
+			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, why)
 			return false, nil
 		}
 		if !selectsFile(f, ids) {
@@ -404,6 +406,11 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			ch.Kind = protocol.ChangeCreate
 		case diffapply.OpDelete:
 			ch.Kind = protocol.ChangeDelete
+			// smith undo writes a deleted file back with the bits of a new
+			// one: told when that is not the mode it has.
+			if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(f.Path))); err == nil && fi.Mode().Perm() != diffapply.NewFileMode {
+				modes = append(modes, fmt.Sprintf("note: smith undo of this apply writes %s back with mode %s, not its mode %s (smith undo restores content only)", f.Path, gitMode(diffapply.NewFileMode), gitMode(fi.Mode().Perm())))
+			}
 		case diffapply.OpRename:
 			old, err := filepath.Rel(ws, filepath.Join(root, filepath.FromSlash(f.OldPath)))
 			if err != nil {
@@ -434,6 +441,7 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 				}
 			}
 		})
+		tellModes(s, modes, err)
 		return true, err
 	}
 	// A smith serve records them: every diff is sent at once (the plans
@@ -445,8 +453,44 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		}
 	}
 	_, err = b.ApplyPatch(ctx, "", chs)
+	tellModes(s, modes, err)
 	return true, err
 }
+
+// tellModes writes notes, what smith undo of an applied patch will not
+// restore, once the patch is applied (err nil).
+func tellModes(s *IOStreams, notes []string, err error) {
+	if err != nil {
+		return
+	}
+	for _, n := range notes {
+		fmt.Fprintln(s.Err, n)
+	}
+}
+
+// notJournalled says what f is when the engine does not write it, so
+// that its patch is written without the engine (applyJournalled): a copy,
+// or a file whose permission bits the patch sets (a mode change, a file
+// created executable), since smith undo restores content only; "" when
+// the engine writes it. A file git creates as a regular file ("new file
+// mode 100644") is not one: the engine creates it with those bits.
+func notJournalled(f *diffapply.File) string {
+	switch {
+	case f.Op == diffapply.OpCopy:
+		return "is a copy"
+	case !f.SetsMode():
+		return ""
+	case f.Op == diffapply.OpCreate:
+		return fmt.Sprintf("is a new file with mode %s", gitMode(f.Mode))
+	case f.OldMode != 0 && f.OldMode != f.Mode:
+		return fmt.Sprintf("changes its mode from %s to %s", gitMode(f.OldMode), gitMode(f.Mode))
+	}
+	return fmt.Sprintf("sets its mode to %s", gitMode(f.Mode))
+}
+
+// gitMode writes a regular file's permission bits as git's diffs do
+// (100755): smith apply applies no other kind of file.
+func gitMode(perm fs.FileMode) string { return fmt.Sprintf("%06o", 0o100000|uint32(perm)) }
 
 // asAppliedDiff is a file's as-applied diff as smith apply hands it to the
 // engine: its size, and its text and plan (nil: none;

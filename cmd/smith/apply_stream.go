@@ -114,6 +114,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 	var bad []*diffapply.Hunk
 	var plannedBytes int64 // the texts of the plans kept
 	var firstErr error
+	direct := false // a file the engine does not write was met
 	yield := func(f *diffapply.File) error {
 		ws, conflicts, err := f.Writes(ids)
 		d := describe(f)
@@ -137,11 +138,14 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
+		if notJournalled(f) != "" {
+			// The engine does not write a copy or a mode change:
+			// applyJournalled writes such a patch without it, before it
+			// asks for the diff of this file or of any after it.
+			direct = true
+		}
 		switch {
-		case !withDiffs || !selectsFile(f, ids) || f.Op == diffapply.OpCopy || f.Mode != 0:
-			// No diff for a copy or a mode change either: the engine does
-			// not write those, and applyJournalled writes such a patch
-			// without it before it asks for any diff of theirs.
+		case !withDiffs || !selectsFile(f, ids) || direct:
 		case sa.spool != nil:
 			// go-udiff's diff, as the engine recorded before AppliedDiff:
 			// on a large file it gives up on the fine diff and records a
@@ -215,7 +219,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 // dropped (a conflict shows its body).
 func describe(f *diffapply.File) *diffapply.File {
 	d := &diffapply.File{
-		ID: f.ID, Path: f.Path, OldPath: f.OldPath, Op: f.Op, Mode: f.Mode,
+		ID: f.ID, Path: f.Path, OldPath: f.OldPath, Op: f.Op, Mode: f.Mode, OldMode: f.OldMode,
 		Conflict: f.Conflict, Existed: f.Existed, BeforeHash: f.BeforeHash,
 		Hunks: make([]*diffapply.Hunk, len(f.Hunks)),
 	}

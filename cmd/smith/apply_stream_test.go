@@ -467,7 +467,7 @@ func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
 }
 
 // TestStreamedApplyWritesWhatItPlanned: a patch the engine does not write
-// (here a file git creates, with its mode) is written from the writes its
+// (here a file git creates executable, with its mode) is written from the writes its
 // streamed plan kept, not planned again from the diff, which is not read
 // again (its reader fails here); the files hold what Plan gives. A patch
 // of spoolDiffsFrom bytes or more keeps no writes (it is planned again).
@@ -477,7 +477,7 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n" +
-		"diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+		"diff --git a/new.txt b/new.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
 	want, err := diffapply.Plan(root, []byte(diff), diffapply.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -490,6 +490,11 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 	if !sa.keepWrites || len(sa.kept) != 2 {
 		t.Fatalf("kept %d writes (keeping: %v), want 2", len(sa.kept), sa.keepWrites)
 	}
+	// The as-applied diff of a.txt was made before new.txt told that
+	// the engine will not write the patch; none is made for new.txt.
+	if len(sa.diffs) != 1 {
+		t.Errorf("%d as-applied diffs made, want 1 (a.txt's)", len(sa.diffs))
+	}
 	gone := &patchText{name: "p", r: failingReaderAt{}, size: int64(len(diff))}
 	if err := sa.apply(t.Context(), root, gone, diffapply.Options{}, nil, ""); err != nil {
 		t.Fatalf("apply: %v", err)
@@ -499,6 +504,18 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 		if err != nil || !bytes.Equal(got, f.After) {
 			t.Errorf("%s: %q (%v), want %q", f.Path, got, err, f.After)
 		}
+	}
+	// The other way round: once new.txt is met, no as-applied diff is
+	// made for the files after it either.
+	first := "diff --git a/new2.txt b/new2.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new2.txt\n@@ -0,0 +1 @@\n+x\n" +
+		"--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n"
+	sa2, err := planStreamed(root, &patchText{name: "p", data: []byte(first)}, diffapply.Options{}, nil, diffsInMemory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa2.close()
+	if len(sa2.diffs) != 0 || len(sa2.plans) != 0 || len(sa2.kept) != 2 {
+		t.Errorf("%d as-applied diffs and %d plans made, %d writes kept; want none, none, 2", len(sa2.diffs), len(sa2.plans), len(sa2.kept))
 	}
 	big, err := planStreamed(root, &patchText{name: "p", data: []byte(diff)}, diffapply.Options{}, nil, diffsSpooled, nil)
 	if err != nil {

@@ -5,7 +5,9 @@
 // file or computes a hunk.
 import * as vscode from 'vscode';
 import * as path from 'node:path';
-import { CloseAction, ErrorAction, LanguageClient, State, type ErrorHandler, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { CloseAction, ErrorAction, LanguageClient, State, type ErrorHandler, type LanguageClientOptions, type ServerOptions, type StdioOptions } from 'vscode-languageclient/node';
 import { SmithSession, REVIEWABLE, hunkLine, errorMessage } from './session';
 import { ErrorCodes, type Change, type Dialog, type Hunk, type Status } from './protocol';
 import { advise, adviseStart, type Action, type Advice } from './errors';
@@ -28,25 +30,98 @@ export async function deactivate(): Promise<void> {
 }
 
 /**
- * The language client, except that while the extension awaits a start, and after that start
- * failed, the client's errors go to the output channel only. vscode-languageclient 11 shows a
- * failed start as a notification of its own ("couldn't create connection to server", which its
- * start() forces, and no option turns off); the extension shows one with the reason and the
- * buttons that help, and the user should read it once.
+ * The language client, except for what it says about a start that failed: the extension says
+ * that itself, once, in the output and in a notification with the buttons that help.
+ *
+ * vscode-languageclient 11 reports a failed start on its own: start() shows "couldn't create
+ * connection to server" with 'force' (no option turns it off); after a failed initialize it
+ * calls stop() on a client still starting, whose shutdown throws "Client is not running and
+ * can't be stopped", logged with its stack as "Stopping server failed"; that shutdown then kills
+ * the server 2 s later ("Server process exited with signal SIGKILL"), before a serve that refused
+ * has seen its editor let go. To a user who opens the output to learn what to do, all of it reads
+ * as a crash of the extension. Here a client that never started is stopped by closing the
+ * server's stdin, which a serve that refused waits for to exit; what the client then logs about
+ * the failed start is information, not an error. A client that started logs as the library does.
  */
 class SmithClient extends LanguageClient {
   private quiet = false;
+  /** The start failed: what the client logs from now on is about a server that never ran. */
+  private failed = false;
+  /** Settles when the server of a start that failed has ended (or could not be waited for). */
+  private ended: Promise<void> | undefined;
 
   /** start(), its failure left for the caller to tell. */
   async startQuietly(): Promise<void> {
     this.quiet = true;
-    await this.start();
-    this.quiet = false;
+    this.failed = false;
+    try {
+      await this.start();
+    } catch (err) {
+      this.failed = true;
+      // What the client logs about the server's end ("Server process exited with code 2") comes
+      // before the caller's account, which is then the last thing in the output, where the
+      // Output view opens.
+      await this.ended;
+      throw err;
+    } finally {
+      this.quiet = false;
+    }
   }
 
   override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
-    super.error(message, data, this.quiet ? false : showNotification);
+    if (this.quiet && showNotification === 'force') {
+      // start()'s own report of its failure, which the caller says plainly: kept, with the
+      // error's details (a stack for some), at the debug level.
+      super.debug(message, data, false);
+    } else if (this.failed) {
+      // The end of a server that did not start ("Server process exited with code 2"): expected.
+      super.info(message, data, false);
+    } else {
+      super.error(message, data, this.quiet ? false : showNotification);
+    }
   }
+
+  override async stop(timeout = 2000): Promise<void> {
+    if (this.state !== State.Starting && this.state !== State.StartFailed) return super.stop(timeout);
+    // A client that never started (the library's stop after a failed initialize, or ours):
+    // close the server's stdin so that it ends on its own, and end it if it does not.
+    this.failed = true;
+    const server = this.serverProcess;
+    if (!server || server.exitCode !== null || server.signalCode !== null || this.ended) return;
+    this.ended = new Promise((resolve) => {
+      const kill = setTimeout(() => server.kill(), timeout);
+      const giveUp = setTimeout(resolve, 2 * timeout);
+      // 'close': the process has ended and its stdout, the connection, is closed; the client's
+      // handlers of both have run by the next turn.
+      server.once('close', () => {
+        clearTimeout(kill);
+        clearTimeout(giveUp);
+        setImmediate(resolve);
+      });
+    });
+    server.stdin?.end();
+  }
+}
+
+/**
+ * serve's stderr (log/slog text: "time=… level=WARN msg=…") in the output channel at the level
+ * each line gives, rather than every line as an error (the language client's default); a line
+ * without a level (a panic's trace) stays an error.
+ */
+const serveStdio: Required<StdioOptions> = {
+  stdout: (input, channel) => lines(input, (l) => channel.info(l)),
+  stderr: (input, channel) => lines(input, (l) => {
+    switch (/(?:^|\s)level=(DEBUG|INFO|WARN|ERROR)\b/.exec(l)?.[1]) {
+      case 'DEBUG': channel.debug(l); break;
+      case 'INFO': channel.info(l); break;
+      case 'WARN': channel.warn(l); break;
+      default: channel.error(l);
+    }
+  }),
+};
+
+function lines(input: Readable, each: (line: string) => void): void {
+  createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', each);
 }
 
 /** What a diff shows for one change: the engine's preview of its pending hunks. */
@@ -60,7 +135,7 @@ interface Review {
 class SmithExtension {
   private client: LanguageClient | undefined;
   session: SmithSession | undefined;
-  readonly output = vscode.window.createOutputChannel('smith', { log: true });
+  readonly output: vscode.LogOutputChannel = vscode.window.createOutputChannel('smith', { log: true });
   private readonly statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private status: Status | undefined;
   private statusError: string | undefined;
@@ -166,7 +241,7 @@ class SmithExtension {
     let defaults: ErrorHandler | undefined;
     const errorHandler: ErrorHandler = {
       error: (e, m, n) => running ? defaults!.error(e, m, n) : { action: ErrorAction.Continue, handled: true },
-      closed: () => running ? defaults!.closed() : { action: CloseAction.DoNotRestart, handled: true },
+      closed: () => running ? defaults!.closed() : { action: CloseAction.DoNotRestart, handled: true, message: 'smith serve has ended; it is not restarted, since it did not start.' },
     };
     const startMessages = new StartMessages();
     const clientOptions: LanguageClientOptions = {
@@ -178,6 +253,7 @@ class SmithExtension {
       initializationFailedHandler: () => false,
       // serve's window/showMessage saying why it cannot start waits for initialize's answer.
       connectionOptions: { messageStrategy: startMessages },
+      stdioOptions: serveStdio,
     };
     this.output.appendLine(`smith: starting ${bin} serve in ${folder ?? '(no folder)'}`);
     const client = new SmithClient('smith', 'smith', serverOptions, clientOptions);
@@ -188,10 +264,19 @@ class SmithExtension {
       await client.startQuietly();
       running = true;
     } catch (err) {
-      for (const said of startMessages.takeKept()) this.output.appendLine(`smith serve said: ${said}`);
+      // A start that a restart meanwhile stopped (a setting changed) has nothing to say.
+      if (this.client !== client) return;
+      // What the user finds on Show output: the reason (serve's names the path, the setting it
+      // came from and the fix) and what to do after the fix, as the one error of this start.
+      const reason = errorMessage(err);
+      for (const said of startMessages.takeKept()) {
+        if (!said.includes(reason)) this.output.info(`smith serve said: ${said}`);
+      }
+      this.output.error(`smith serve could not start: ${reason}`);
+      this.output.info('Once that is fixed, click Retry on the notification or run "Smith: Restart smith serve".');
       this.statusError = 'smith serve did not start';
       this.renderStatus();
-      void this.show(adviseStart(err), () => this.restart());
+      void this.show(adviseStart(err), () => this.restart(), false);
       return;
     }
     const session = new SmithSession(client);
@@ -238,9 +323,9 @@ class SmithExtension {
     await this.show(advise(what, err), retry);
   }
 
-  /** The advice as an error notification (and in the output); Retry runs `retry`. */
-  private async show(a: Advice, retry?: () => unknown): Promise<void> {
-    this.output.appendLine(a.message);
+  /** The advice as an error notification (and in the output, unless said there); Retry runs `retry`. */
+  private async show(a: Advice, retry?: () => unknown, log = true): Promise<void> {
+    if (log) this.output.appendLine(a.message);
     const actions = a.actions.filter((x) => x !== 'Retry' || retry);
     const pick = await vscode.window.showErrorMessage(a.message, ...actions);
     await this.runAction(pick as Action | undefined, retry);

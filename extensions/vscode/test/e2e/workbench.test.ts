@@ -69,6 +69,19 @@ async function quickOpen(page: Page, name: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
+// outputChannelText is the smith output channel's text: a log output channel is written to a
+// file in the extension's log folder of the profile, which the Output view shows.
+function outputChannelText(profile: string): string {
+  const logs = path.join(profile, 'data', 'logs');
+  for (const session of fs.readdirSync(logs)) {
+    for (const host of fs.readdirSync(path.join(logs, session))) {
+      const file = path.join(logs, session, host, 'smith-dev.smith-vscode', 'smith.log');
+      if (host.startsWith('exthost') && fs.existsSync(file)) return fs.readFileSync(file, 'utf8');
+    }
+  }
+  throw new Error(`no smith output channel under ${logs}`);
+}
+
 async function runCommand(page: Page, title: string): Promise<void> {
   const input = await openQuickInput(page, 'F1');
   await input.fill(`>${title}`);
@@ -320,7 +333,11 @@ test('code-server: chat, per-hunk review in the native diff editor, save, undo',
 // and the extension does not restart a serve that would only refuse again (before 9e054f5: five
 // restarts, each notification repeated, then "The smith server crashed 5 times in the last 3
 // minutes"; before that the reason came in three notifications: serve's showMessage, the language
-// client's "couldn't create connection to server", and the extension's).
+// client's "couldn't create connection to server", and the extension's). Show output then opens
+// on the reason and what to do, not on the language client's handling of the failed start (before:
+// its stop of a client still starting threw, logged with a stack trace as "Stopping server
+// failed", then it killed the serve, "exited with signal SIGKILL", each an [error] line); a serve
+// that ends after it started is still logged as an error and restarted.
 test('code-server: a smith serve that refuses to start says why once and is not restarted', { timeout: 180_000 }, async () => {
   const ws = workspace();
   const notADir = path.join(ws.dir, 'not-a-folder');
@@ -328,7 +345,8 @@ test('code-server: a smith serve that refuses to start says why once and is not 
   // smith.path runs smith through a script that counts its starts.
   const starts = path.join(ws.dir, '..', 'serve-starts');
   const counted = path.join(ws.dir, '..', 'smith-counted');
-  fs.writeFileSync(counted, `#!/bin/sh\necho "$*" >> '${starts}'\nexec '${smithBin()}' "$@"\n`, { mode: 0o755 });
+  const pids = path.join(ws.dir, '..', 'serve-pids');
+  fs.writeFileSync(counted, `#!/bin/sh\necho "$*" >> '${starts}'\necho $$ >> '${pids}'\nexec '${smithBin()}' "$@"\n`, { mode: 0o755 });
   const wb = await openWorkbench(ws.dir, { 'smith.path': counted }, { SMITH_STATE_DIR: notADir });
   const { page, profile } = wb;
   let keep = !!process.env.SMITH_E2E_KEEP;
@@ -353,9 +371,6 @@ test('code-server: a smith serve that refuses to start says why once and is not 
     const reason = toasts.filter({ hasText: 'cannot be used' });
     const buttons = (await reason.locator('.monaco-button').allInnerTexts()).map((t) => t.trim());
     assert.deepEqual(buttons, ['Retry', 'Show output'], `the notification's buttons: ${JSON.stringify(buttons)}`);
-    // What serve said for plain LSP clients, kept from the screen, is in the output.
-    await runCommand(page, 'Smith: Show output');
-    await page.locator('.output-view .view-lines', { hasText: 'smith serve said: smith could not start: state directory' }).waitFor({ timeout: 15_000 });
     // Only three toasts fit on the screen: the notification center lists every one.
     await runCommand(page, 'Notifications: Show Notifications');
     const items = page.locator('.notifications-center .notification-list-item');
@@ -363,12 +378,58 @@ test('code-server: a smith serve that refuses to start says why once and is not 
     const listed = (await items.allInnerTexts()).map((t) => t.replace(/\s+/g, ' '));
     console.log(`notifications listed: ${listed.length}, with the reason: ${listed.filter((t) => t.includes('cannot be used')).length}`);
     assert.equal(listed.filter((t) => t.includes('cannot be used')).length, 1, `the notification center has the reason once: ${JSON.stringify(listed)}`);
+
+    // The user clicks Show output to learn what to do: the output says what happened and what
+    // to do, plainly, not the language client's handling of the failed start (before this test:
+    // "Stopping server failed" with "Client is not running and can't be stopped" and its stack
+    // trace, "couldn't create connection to server", "Server process exited with signal
+    // SIGKILL", "Connection to server got closed", each an [error] line).
+    await items.filter({ hasText: 'cannot be used' }).locator('.monaco-button', { hasText: 'Show output' }).click();
+    const view = page.locator('.output-view .view-lines');
+    await view.filter({ hasText: 'smith serve could not start: state directory' }).waitFor({ timeout: 15_000 });
+    await page.waitForTimeout(3_000); // what the language client logs after a failed start comes within 2 s
+    const shown = (await view.innerText()).replace(/\u00a0/g, ' ');
+    const channel = outputChannelText(profile);
+    console.log(`the smith output channel after the refusal:\n${channel}`);
+    await page.screenshot({ path: path.join(shots, 'state-dir-output.png') });
+    for (const text of [shown, channel]) {
+      for (const noise of ['Stopping server failed', "can't be stopped", 'SIGKILL', "couldn't create connection", 'Connection to server got closed']) {
+        assert.ok(!text.includes(noise), `the output has no "${noise}":\n${text}`);
+      }
+      assert.ok(!/^\s+at /m.test(text), `the output has no stack trace:\n${text}`);
+    }
+    // The last lines, where the Output view opens: the reason, the fix, what to do after it.
+    const lines = channel.trimEnd().split('\n');
+    assert.match(lines.at(-2)!, /\[error\] smith serve could not start: state directory .*not-a-folder \(from SMITH_STATE_DIR\) cannot be used: .*not a directory; set SMITH_STATE_DIR to a directory/, channel);
+    assert.match(lines.at(-1)!, /\[info\] .*Retry.*"Smith: Restart smith serve"/, channel);
+    // The errors: serve's own last words on its stderr ("smith: <reason>"), then the extension's.
+    const errors = lines.filter((l) => /^\S+ \S+ \[error\]/.test(l)).map((l) => l.replace(/^\S+ \S+ \[error\] /, ''));
+    assert.deepEqual(errors.map((l) => l.slice(0, l.indexOf(':'))), ['smith', 'smith serve could not start'], `the errors in the output:\n${channel}`);
+
+    // Restarted before the fix, it refuses again: one new notification, the output as plain.
+    await runCommand(page, 'Smith: Restart smith serve');
+    await until('smith serve started again', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 2, 30_000);
+    const again = toasts.filter({ hasText: 'cannot be used' });
+    await again.first().waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(3_000);
+    assert.equal(await again.count(), 1, 'the second refusal is one notification');
+    const channel2 = outputChannelText(profile);
+    assert.ok(!/Stopping server failed|can't be stopped|SIGKILL|^\s+at /m.test(channel2), `the second refusal is as plain:\n${channel2}`);
+    assert.equal(channel2.split('\n').filter((l) => /^\S+ \S+ \[error\]/.test(l)).length, 4, `two errors per refusal:\n${channel2}`);
+    assert.match(channel2.trimEnd().split('\n').at(-2)!, /\[error\] smith serve could not start: state directory/, channel2);
+
     // The fix, then Retry: serve starts again, and runs.
     fs.rmSync(notADir);
     fs.mkdirSync(notADir);
-    await items.filter({ hasText: 'cannot be used' }).locator('.monaco-button', { hasText: 'Retry' }).click();
-    await until('smith serve started again', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 2, 30_000);
+    await again.locator('.monaco-button', { hasText: 'Retry' }).click();
+    await until('smith serve started a third time', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 3, 30_000);
     await page.locator('.statusbar-item', { hasText: /smith: / }).waitFor({ timeout: 30_000 });
+
+    // A serve that ends after it started is a failure, logged as one, and restarted.
+    const running = Number(fs.readFileSync(pids, 'utf8').trim().split('\n').at(-1));
+    process.kill(running, 'SIGKILL');
+    await until('the end of a running serve logged as an error', () => /\[error\] Server process exited with signal SIGKILL/.test(outputChannelText(profile)), 15_000);
+    await until('smith serve restarted by the language client', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 4, 30_000);
   } catch (err) {
     await page.screenshot({ path: path.join(shots, 'failure-state-dir.png') }).catch(() => undefined);
     console.error(`code-server log:\n${wb.log()}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
