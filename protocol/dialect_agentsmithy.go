@@ -144,11 +144,16 @@ func (a *agentsmithyAdapter) fast(t *Turn, data string) bool {
 	q := data[len(data)-len(rest)-1 : len(data)-1]
 	text := q[1 : len(q)-1]
 	if !plainJSONString(text) {
-		sc := scanner{s: q}
-		if sc.str() != nil || sc.i != len(q) {
-			return false
+		var ok bool
+		if text, ok = unquoteShort(text); !ok {
+			// \u escapes, or not a JSON string ending at the "}: the
+			// scanner decides, encoding/json decodes.
+			sc := scanner{s: q}
+			if sc.str() != nil || sc.i != len(q) {
+				return false
+			}
+			text = unquote(q)
 		}
-		text = unquote(q)
 	}
 	if !a.fastSaw {
 		a.saw(t, "v1")

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendEventJSON appends e's JSON encoding to dst, byte for byte what
@@ -34,11 +36,13 @@ func AppendEventJSON(dst []byte, e *Event) ([]byte, bool) {
 type EventEncoder struct {
 	typ          Kind
 	dialog, turn string
-	head         []byte // `{"type":...,"seq":` for typ, dialog and turn
-	// seq and its decimal digits: the next event's seq is nearly always
-	// one more, counted up in the digits rather than formatted anew.
-	seq       int64
-	seqDigits []byte
+	// line is the head, `{"type":...,"seq":` for typ, dialog and turn,
+	// then the decimal digits of seq, the last event's: one copy into the
+	// output for both. The next event's seq is nearly always one more,
+	// counted up in the digits rather than formatted anew.
+	line    []byte
+	headLen int // the head's bytes in line; 0 before the first event
+	seq     int64
 }
 
 // Append is AppendEventJSON(dst, e): the same bytes, the same verdict.
@@ -46,33 +50,44 @@ func (c *EventEncoder) Append(dst []byte, e *Event) ([]byte, bool) {
 	if !fastEvent(e) {
 		return dst, false
 	}
-	if c.head == nil || e.Type != c.typ || e.DialogID != c.dialog || e.TurnID != c.turn {
-		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
-		c.head = appendEventHead(c.head[:0], e)
-	}
-	dst = append(dst, c.head...)
 	switch {
-	case c.seqDigits != nil && e.Seq == c.seq:
-	case c.seqDigits != nil && e.Seq > 0 && c.seq == e.Seq-1:
-		c.seq, c.seqDigits = e.Seq, incDecimal(c.seqDigits)
+	case c.headLen == 0 || !sameString(string(e.Type), string(c.typ)) || !sameString(e.DialogID, c.dialog) || !sameString(e.TurnID, c.turn):
+		c.typ, c.dialog, c.turn = e.Type, e.DialogID, e.TurnID
+		c.line = appendEventHead(c.line[:0], e)
+		c.headLen = len(c.line)
+		c.seq, c.line = e.Seq, strconv.AppendInt(c.line, e.Seq, 10)
+	case e.Seq == c.seq:
+	case e.Seq > 0 && c.seq == e.Seq-1 && incDecimal(c.line[c.headLen:]):
+		c.seq = e.Seq
 	default:
-		c.seq, c.seqDigits = e.Seq, strconv.AppendInt(c.seqDigits[:0], e.Seq, 10)
+		c.seq, c.line = e.Seq, strconv.AppendInt(c.line[:c.headLen], e.Seq, 10)
 	}
-	dst = append(dst, c.seqDigits...)
+	dst = append(dst, c.line...)
 	return appendEventRest(dst, e), true
 }
 
-// incDecimal adds one to the non-negative decimal number d, in place
-// unless it gains a digit.
-func incDecimal(d []byte) []byte {
-	for i := len(d) - 1; i >= 0; i-- {
-		if d[i] != '9' {
-			d[i]++
-			return d
-		}
+// sameString is a == b, with the common case — the same string, taken
+// from the same field event after event — decided without a call.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// incDecimal adds one to the non-negative decimal number d in place and
+// reports true, or reports false, with d unchanged, if it would gain a
+// digit (all nines).
+func incDecimal(d []byte) bool {
+	i := len(d) - 1
+	for i >= 0 && d[i] == '9' {
+		i--
+	}
+	if i < 0 {
+		return false
+	}
+	d[i]++
+	for i++; i < len(d); i++ {
 		d[i] = '0'
 	}
-	return append([]byte{'1'}, d...)
+	return true
 }
 
 // fastEvent reports whether e is one of the events AppendEventJSON
@@ -132,7 +147,21 @@ const jsonSafeASCII = "000000000000000000000000000000001101111111111111111111111
 // or non-ASCII (>= 0x80, which the encoder must check for U+2028, U+2029
 // and invalid UTF-8).
 func plainWord(w uint64) bool {
-	return w&0x8080808080808080 == 0 && !hasSpecial(w)
+	return notPlain(w) == 0
+}
+
+// notPlain is plainWord's test as a mask: the high bit of each byte of w
+// that needs a look may be set, and the lowest byte marked is exactly the
+// first that needs one (bytes above it may be marked falsely), so that
+// firstMarked(notPlain(w)) is the offset of that byte.
+func notPlain(w uint64) uint64 {
+	return w&0x8080808080808080 | specialBits(w)
+}
+
+// firstMarked is the offset of the lowest byte whose high bit is set in m,
+// 8 when none is.
+func firstMarked(m uint64) int {
+	return bits.TrailingZeros64(m) >> 3
 }
 
 // load64 is the little-endian word of s[i:i+8] (one load once compiled).
@@ -159,15 +188,18 @@ func appendJSONStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while none needs a look (nearly all
-		// text): a word test instead of eight lookups.
-		for i+8 <= len(s) && plainWord(load64(s, i)) {
-			i += 8
-		}
-		if i == len(s) {
-			break
+		// text): a word test instead of eight lookups; then straight to
+		// the byte that needs one.
+		if i+8 <= len(s) {
+			m := notPlain(load64(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += firstMarked(m)
 		}
 		b := s[i]
-		if jsonSafeASCII[b] == '1' {
+		if jsonSafeASCII[b] == '1' { // in the last seven bytes
 			i++
 			continue
 		}

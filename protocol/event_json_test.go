@@ -178,9 +178,10 @@ func FuzzAppendSummaryJSON(f *testing.F) {
 	})
 }
 
-// plainWord must agree with the byte table on every word: each byte value
-// at each position among plain bytes, pairs of bytes (a borrow from one
-// byte must not hide or fake another), and random words.
+// plainWord must agree with the byte table on every word, and notPlain and
+// specialBits must mark exactly the first byte that needs a look: each byte
+// value at each position among plain bytes, pairs of bytes (a borrow from
+// one byte must not hide or fake another), and random words.
 func TestPlainWord(t *testing.T) {
 	plainBytes := func(w [8]byte) bool {
 		for _, b := range w {
@@ -190,10 +191,27 @@ func TestPlainWord(t *testing.T) {
 		}
 		return true
 	}
+	// The offset of the first byte the table does not pass, and of the
+	// first '"', '\\' or control byte; 8 for none.
+	first := func(w [8]byte, needsLook func(b byte) bool) int {
+		for i, b := range w {
+			if needsLook(b) {
+				return i
+			}
+		}
+		return 8
+	}
 	check := func(w [8]byte) {
 		t.Helper()
-		if got, want := plainWord(load64(string(w[:]), 0)), plainBytes(w); got != want {
+		x := load64(string(w[:]), 0)
+		if got, want := plainWord(x), plainBytes(w); got != want {
 			t.Fatalf("plainWord(%q) = %v, the byte table says %v", w[:], got, want)
+		}
+		if got, want := firstMarked(notPlain(x)), first(w, func(b byte) bool { return jsonSafeASCII[b] != '1' }); got != want {
+			t.Fatalf("notPlain(%q) marks byte %d first, the byte table says %d", w[:], got, want)
+		}
+		if got, want := firstMarked(specialBits(x)), first(w, func(b byte) bool { return b == '"' || b == '\\' || b < 0x20 }); got != want {
+			t.Fatalf("specialBits(%q) marks byte %d first, want %d", w[:], got, want)
 		}
 	}
 	for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']'} {

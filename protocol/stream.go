@@ -130,7 +130,8 @@ func ReadTurn(ctx context.Context, body io.Reader, opts StreamOptions, emit func
 	w := watch(ctx, body, idle, opts.MaxEventSize, opts.Sequential)
 	defer w.close()
 	var cause error
-	feed := func(ev SSEEvent) { t.Feed(ev, emit) }
+	t.emit = emit
+	feed := t.feedEvent
 	short := false
 	for {
 		err := w.next(feed)

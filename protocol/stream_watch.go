@@ -195,15 +195,14 @@ func (w *watchedStream) cut(c *cutter) *segment {
 				t.atEOF()
 			}
 			s.last, s.end, s.cut, s.inLine = true, err, t.cut, t.inLine
-			s.verdicts = append(s.verdicts, t.verdicts...)
+			s.takeVerdicts(t)
 			c.s = nil
 			return s
 		case cut >= 0:
 			next := w.segment(len(s.bytes) - from - cut)
 			next.bytes = append(next.bytes, s.bytes[from+cut:]...)
 			s.bytes = s.bytes[:from+cut]
-			s.verdicts = append(s.verdicts, t.verdicts...)
-			t.verdicts = t.verdicts[:0]
+			s.takeVerdicts(t)
 			c.s = next
 			return s
 		case len(s.bytes) > w.max+len(segmentPrefix):
@@ -214,6 +213,18 @@ func (w *watchedStream) cut(c *cutter) *segment {
 			return s
 		}
 	}
+}
+
+// takeVerdicts moves the tracker's verdicts to s, whose own are none yet
+// (a segment is returned as soon as it has them): the two swap their
+// arrays instead of copying hundreds of verdicts per segment.
+func (s *segment) takeVerdicts(t *tracker) {
+	if len(s.verdicts) > 0 {
+		s.verdicts = append(s.verdicts, t.verdicts...)
+		t.verdicts = t.verdicts[:0]
+		return
+	}
+	s.verdicts, t.verdicts = t.verdicts, s.verdicts[:0]
 }
 
 // segment returns an empty segment with room for n bytes, reusing one the

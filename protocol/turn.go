@@ -114,6 +114,12 @@ func (t *Turn) Dialect() Dialect { return t.dialect }
 // Feed maps one SSE event of the turn.
 func (t *Turn) Feed(ev SSEEvent, emit func(Event)) {
 	t.emit = emit
+	t.feedEvent(ev)
+}
+
+// feedEvent is Feed with the emit function set before (ReadTurn sets it
+// once, not once per event).
+func (t *Turn) feedEvent(ev SSEEvent) {
 	if t.ad == nil {
 		t.pending = append(t.pending, ev)
 		if err := t.pl.parse(ev.Data); err == nil {
@@ -148,8 +154,14 @@ func (t *Turn) setDialect(d Dialect) {
 	t.fast, _ = t.ad.(fastAdapter)
 }
 
+// feed maps one SSE event, with the dialect known, and counts it.
 func (t *Turn) feed(ev SSEEvent) {
-	defer func() { t.index++ }()
+	t.mapEvent(ev)
+	t.index++
+}
+
+// mapEvent maps one SSE event, whose index is t.index.
+func (t *Turn) mapEvent(ev SSEEvent) {
 	if t.done {
 		l, ok := t.ad.(lateAdapter)
 		if !ok || t.pl.parse(ev.Data) != nil || !l.late(t, &t.pl) {
@@ -300,6 +312,10 @@ func (b *textBuf) Len() int { return b.n }
 // WriteString appends s.
 func (b *textBuf) WriteString(s string) {
 	b.n += len(s)
+	if len(s) <= cap(b.cur)-len(b.cur) { // nearly always: a delta is short
+		b.cur = append(b.cur, s...)
+		return
+	}
 	for len(s) > 0 {
 		if len(b.cur) == cap(b.cur) {
 			if b.cur != nil {

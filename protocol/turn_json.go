@@ -232,6 +232,63 @@ func unquote(v string) string {
 	}
 }
 
+// unquoteShort decodes body, the inside of a JSON string, in one pass and
+// reports true, if body is a whole JSON string's inside whose escapes are
+// all one-letter ones (\" \\ \/ \b \f \n \r \t); otherwise it reports
+// false, for the scanner and unquote to decide (a \u escape, a control
+// byte, a bad escape, an unescaped quote: the string ends before body
+// does). Why: a delta with a quote or a newline in it (a seventh of the
+// bench stream's) was scanned twice, by the scanner and by unquote, and
+// decoded into two allocations. FuzzUnquoteShort holds it to
+// encoding/json.
+func unquoteShort(body string) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(body))
+	start := 0
+	for i := 0; i < len(body); {
+		if i+8 <= len(body) {
+			m := specialBits(load64(body, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += firstMarked(m)
+		}
+		c := body[i]
+		if c != '\\' {
+			if c == '"' || c < 0x20 {
+				return "", false
+			}
+			i++
+			continue
+		}
+		if i+1 == len(body) {
+			return "", false // the closing quote is escaped
+		}
+		b.WriteString(body[start:i])
+		switch e := body[i+1]; e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		default: // 'u', or not an escape
+			return "", false
+		}
+		i += 2
+		start = i
+	}
+	b.WriteString(body[start:])
+	return b.String(), true
+}
+
 // scanner validates JSON text (RFC 8259) and records the top-level members.
 type scanner struct {
 	s   string
@@ -487,9 +544,17 @@ func plainJSONString(s string) bool {
 // of a JSON string: '"', '\\' or a control character (SWAR bit tricks; exact
 // as an "any byte" test).
 func hasSpecial(x uint64) bool {
+	return specialBits(x) != 0
+}
+
+// specialBits is hasSpecial as a mask: the high bit of each such byte may
+// be set, and the lowest byte marked is exactly the first such byte (a
+// borrow from a marked byte can mark bytes above it, never below), so that
+// firstMarked(specialBits(x)) is its offset.
+func specialBits(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := x^('"'*ones), x^('\\'*ones)
-	return ((x-0x20*ones)&^x|(q-ones)&^q|(b-ones)&^b)&highs != 0
+	return ((x-0x20*ones)&^x | (q-ones)&^q | (b-ones)&^b) & highs
 }
 
 func isHex(c byte) bool {

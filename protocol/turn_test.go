@@ -415,3 +415,31 @@ func TestReadTurnAfterTerminal(t *testing.T) {
 	}
 	checkTurnInvariants(t, evs)
 }
+
+// FuzzUnquoteShort holds the one-pass decoder of the fast path to
+// encoding/json: whenever it decodes, encoding/json accepts the string and
+// decodes it the same; and it declines only strings with a \u escape or
+// that are not a JSON string's inside (which the scanner then decides).
+func FuzzUnquoteShort(f *testing.F) {
+	for _, s := range []string{`line with \"quotes\"\n`, `a\\`, `a\`, `\/\b\f\n\r\t`, `\u00e9`, `\x`, "tab\there", `"`, `é✓ \\u2028`, ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		body = decodeUTF8(body) // content is always decoded before parsing
+		got, ok := unquoteShort(body)
+		var want string
+		err := json.Unmarshal([]byte(`"`+body+`"`), &want)
+		if ok {
+			if err != nil {
+				t.Fatalf("unquoteShort(%q) = %q, but encoding/json rejects it: %v", body, got, err)
+			}
+			if got != want {
+				t.Fatalf("unquoteShort(%q) = %q, encoding/json %q", body, got, want)
+			}
+			return
+		}
+		if err == nil && !strings.Contains(body, `\u`) {
+			t.Fatalf("unquoteShort(%q) declined a string without \\u escapes", body)
+		}
+	})
+}
