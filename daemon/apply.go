@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,9 @@ type fileWrite struct {
 	before     blobRef // where the journal keeps tg's text (addUndo)
 	staged     bool    // before is staged already (stageBefore)
 	via        string  // "editor" | "disk", set by writeBatch
+	// mode is the permission bits to create the file with on disk (0:
+	// diffapply.NewFileMode): the undo of a deletion (undoRecord.Mode).
+	mode fs.FileMode
 	// nextFrom gives next when it is not held (next nil, nextHash set):
 	// the undo of a large file on disk, whose text before the disk
 	// commit reads from the journal as it writes that file.
@@ -224,7 +228,7 @@ func (e *Engine) diskWrite(w *fileWrite) (diffapply.Write, error) {
 	if err != nil {
 		return diffapply.Write{}, err
 	}
-	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent}
+	dw := diffapply.Write{Path: rel, ExpectHash: diffapply.HashAbsent, Mode: w.mode}
 	switch {
 	case w.tg.exists && w.tg.hash != "":
 		dw.ExpectHash = diffapply.HashOfDigest(w.tg.hash) // hashed when read

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/smith-dev/smith/diffapply"
 )
 
 // This file holds Reject, the undo journal's records (written before a
@@ -288,6 +291,12 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		Seq: e.cs.st.NextUndo, ChangeID: c.ID, Action: action, Path: w.abs, Rel: w.rel, At: now(),
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 		Hunks: hunks,
+	}
+	if w.tg.exists && !w.nextExists && !w.tg.open {
+		// A deletion on disk: its undo gives the file its mode again.
+		if fi, err := os.Lstat(w.abs); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != diffapply.NewFileMode {
+			r.Mode = fi.Mode().Perm()
+		}
 	}
 	e.cs.st.NextUndo++
 	e.cs.st.Undo = append(e.cs.st.Undo, r)

@@ -484,6 +484,11 @@ type undoRecord struct {
 	// status from a write that happened.
 	Hunks    []string `json:"hunks,omitempty"`
 	PrevStat string   `json:"prevStatus"` // change status before the write
+	// Mode is the permission bits of a file the write deleted, when they
+	// are not the ones smith creates a file with (diffapply.NewFileMode;
+	// 0 otherwise): its undo writes the file back with them (the blobs
+	// keep contents only).
+	Mode fs.FileMode `json:"mode,omitempty"`
 
 	// prevJSON is Prev encoded (appendStringMap), kept from the first
 	// save that writes the record: Prev is never changed once the record

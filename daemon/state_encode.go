@@ -283,6 +283,10 @@ func appendUndoRecord(b []byte, u *undoRecord) []byte {
 	}
 	b = append(b, `,"prevStatus":`...)
 	b = appendJSONString(b, u.PrevStat)
+	if u.Mode != 0 {
+		b = append(b, `,"mode":`...)
+		b = strconv.AppendUint(b, uint64(u.Mode), 10)
+	}
 	return append(b, '}')
 }
 

@@ -378,10 +378,9 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	var chs []protocol.Change
 	var texts []func() (string, *diffapply.File, error) // each change's diff and plan
-	var modes []string // what smith undo will not restore, told once the patch is applied
 	for _, f := range p.Files {
 		if why := notJournalled(f); why != "" {
-			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s (smith undo restores content only); use smith apply -R to take it back\n", f.Path, why)
+			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s; use smith apply -R to take it back\n", f.Path, why)
 			return false, nil
 		}
 		if !selectsFile(f, ids) {
@@ -406,11 +405,6 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			ch.Kind = protocol.ChangeCreate
 		case diffapply.OpDelete:
 			ch.Kind = protocol.ChangeDelete
-			// smith undo writes a deleted file back with the bits of a new
-			// one: told when that is not the mode it has.
-			if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(f.Path))); err == nil && fi.Mode().Perm() != diffapply.NewFileMode {
-				modes = append(modes, fmt.Sprintf("note: smith undo of this apply writes %s back with mode %s, not its mode %s (smith undo restores content only)", f.Path, gitMode(diffapply.NewFileMode), gitMode(fi.Mode().Perm())))
-			}
 		case diffapply.OpRename:
 			old, err := filepath.Rel(ws, filepath.Join(root, filepath.FromSlash(f.OldPath)))
 			if err != nil {
@@ -441,7 +435,6 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 				}
 			}
 		})
-		tellModes(s, modes, err)
 		return true, err
 	}
 	// A smith serve records them: every diff is sent at once (the plans
@@ -453,39 +446,28 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		}
 	}
 	_, err = b.ApplyPatch(ctx, "", chs)
-	tellModes(s, modes, err)
 	return true, err
 }
 
-// tellModes writes notes, what smith undo of an applied patch will not
-// restore, once the patch is applied (err nil).
-func tellModes(s *IOStreams, notes []string, err error) {
-	if err != nil {
-		return
-	}
-	for _, n := range notes {
-		fmt.Fprintln(s.Err, n)
-	}
-}
-
-// notJournalled says what f is when the engine does not write it, so
-// that its patch is written without the engine (applyJournalled): a copy,
-// or a file whose permission bits the patch sets (a mode change, a file
-// created executable), since smith undo restores content only; "" when
-// the engine writes it. A file git creates as a regular file ("new file
-// mode 100644") is not one: the engine creates it with those bits.
+// notJournalled says what f is, and why smith undo cannot take it back,
+// when the engine does not write it, so that its patch is written without
+// the engine (applyJournalled): a copy, or a file whose permission bits
+// the patch sets (a mode change, a file created executable); "" when the
+// engine writes it. A file git creates as a regular file ("new file mode
+// 100644") is not one: the engine creates it with those bits.
 func notJournalled(f *diffapply.File) string {
+	const noModes = " (smith undo does not record the modes a patch sets)"
 	switch {
 	case f.Op == diffapply.OpCopy:
-		return "is a copy"
+		return "is a copy (smith undo restores content only)"
 	case !f.SetsMode():
 		return ""
 	case f.Op == diffapply.OpCreate:
-		return fmt.Sprintf("is a new file with mode %s", gitMode(f.Mode))
+		return "is a new file with mode " + gitMode(f.Mode) + noModes
 	case f.OldMode != 0 && f.OldMode != f.Mode:
-		return fmt.Sprintf("changes its mode from %s to %s", gitMode(f.OldMode), gitMode(f.Mode))
+		return "changes its mode from " + gitMode(f.OldMode) + " to " + gitMode(f.Mode) + noModes
 	}
-	return fmt.Sprintf("sets its mode to %s", gitMode(f.Mode))
+	return "sets its mode to " + gitMode(f.Mode) + noModes
 }
 
 // gitMode writes a regular file's permission bits as git's diffs do
