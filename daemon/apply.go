@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,7 +38,8 @@ type fileWrite struct {
 	staged     bool    // before is staged already (stageBefore)
 	via        string  // "editor" | "disk", set by writeBatch
 	// mode is the permission bits to create the file with on disk (0:
-	// diffapply.NewFileMode): the undo of a deletion (undoRecord.Mode).
+	// diffapply.NewFileMode): the target of a rename, the undo of a
+	// deletion (undoRecord.Mode).
 	mode fs.FileMode
 	// nextFrom gives next when it is not held (next nil, nextHash set):
 	// the undo of a large file on disk, whose text before the disk
@@ -404,10 +406,23 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 		return nil, fmt.Errorf("%w: %s already exists; renaming %s would overwrite it", ErrConflict, snap.Path, snap.OldPath)
 	}
 	st.ws = []*fileWrite{
-		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true},
+		// The renamed file keeps its mode, as git apply keeps it (an
+		// editor that holds the source open writes the target itself).
+		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true, mode: diskMode(snap.OldAbs)},
 		{abs: snap.OldAbs, rel: snap.OldPath, tg: tg, next: nil, nextExists: false},
 	}
 	return st, nil
+}
+
+// diskMode is the permission bits of the regular file abs when they are
+// not the ones a write gives a file it creates (diffapply.NewFileMode),
+// else 0 (or when abs cannot be read): what a write that creates the
+// file elsewhere or again must give it (fileWrite.mode).
+func diskMode(abs string) fs.FileMode {
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != diffapply.NewFileMode {
+		return fi.Mode().Perm()
+	}
+	return 0
 }
 
 // Apply applies the given hunks (all pending ones when empty) of a change:

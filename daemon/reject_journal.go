@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-
-	"github.com/smith-dev/smith/diffapply"
 )
 
 // This file holds Reject, the undo journal's records (written before a
@@ -293,10 +290,7 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		Hunks: hunks,
 	}
 	if w.tg.exists && !w.nextExists && !w.tg.open {
-		// A deletion on disk: its undo gives the file its mode again.
-		if fi, err := os.Lstat(w.abs); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != diffapply.NewFileMode {
-			r.Mode = fi.Mode().Perm()
-		}
+		r.Mode = diskMode(w.abs) // a deletion on disk: its undo gives the file its mode again
 	}
 	e.cs.st.NextUndo++
 	e.cs.st.Undo = append(e.cs.st.Undo, r)
