@@ -127,13 +127,14 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	}
 	defer pt.close()
 	if n := pt.len(); n >= lazyGCFrom && n < lazyGCBelow && s.Getenv("GOGC") == "" {
-		// A short-lived process on a mid-sized diff: collecting at five
+		// A short-lived process on a mid-sized diff: collecting at nine
 		// times the live heap, not twice, takes 15-20 % off its CPU (1 MB
-		// diff, docs/benchmarks.md) for some 20 MB more peak memory. A
-		// large diff keeps the default (its memory is the bound that
-		// matters), and so does a small one: it hardly collects, and
-		// setting the GC's target costs more than that saves.
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		// diff, docs/benchmarks.md; at five times it still collected
+		// once there) for some 20 MB more peak memory. A large diff
+		// keeps the default (its memory is the bound that matters), and
+		// so does a small one: it never collects, and setting the GC's
+		// target costs more than that saves.
+		defer debug.SetGCPercent(debug.SetGCPercent(lazyGCPercent))
 	}
 	name := pt.name
 	writes := !o.check && !o.preview
@@ -283,8 +284,9 @@ func diffsToKeep(writes bool, size int64) keepDiffs {
 // Between these diff sizes smith apply lets its heap grow further
 // between collections (runApply).
 const (
-	lazyGCFrom  = 256 << 10
-	lazyGCBelow = 4 << 20
+	lazyGCFrom    = 256 << 10
+	lazyGCBelow   = 4 << 20
+	lazyGCPercent = 800
 )
 
 // From this diff size smith apply that writes, streaming its plan, runs
