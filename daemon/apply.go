@@ -679,13 +679,15 @@ type PlannedChange struct {
 	// Plan, when not nil, is diffapply's plan of Change.Diff against the
 	// text Plan.Before, whose diffapply.Hash is Plan.BeforeHash (as Plan
 	// makes them). The engine takes it instead of planning the diff only
-	// for a modification (no rename, no content) of a file that exists,
-	// and only when the text it plans the change against (the editor's
-	// buffer, else the disk) is Plan.Before byte for byte: the same diff
-	// and the same text make the same plan, and the text's hash is
-	// Plan.BeforeHash (a wrong one makes the write refuse, as for a file
-	// changed since). Otherwise it plans as it would without. It is used
-	// once, when the change is recorded, and never kept.
+	// for a modification, a creation or a deletion by a diff (no rename,
+	// no content), and only when the text it plans the change against
+	// (the editor's buffer, else the disk) is Plan.Before byte for byte
+	// and exists as Plan.Existed says (a creation: no file, no buffer,
+	// Plan.BeforeHash diffapply.HashAbsent): the same diff and the same
+	// text make the same plan, and the text's hash is Plan.BeforeHash (a
+	// wrong one makes the write refuse, as for a file changed since).
+	// Otherwise it plans as it would without. It is used once, when the
+	// change is recorded, and never kept.
 	Plan *diffapply.File
 }
 

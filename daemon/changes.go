@@ -97,7 +97,8 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 				c.Kind = protocol.ChangeCreate
 			}
 		}
-		if given != nil && exists && c.Kind == protocol.ChangeModify && c.OldAbs == "" && c.Content == nil && c.Diff == src.Diff {
+		if given != nil && c.OldAbs == "" && c.Content == nil && c.Diff == src.Diff &&
+			(c.Kind == protocol.ChangeModify || c.Kind == protocol.ChangeCreate || c.Kind == protocol.ChangeDelete) {
 			c.given = given // plan takes it when text is what it was planned against
 		}
 		g := c.given
@@ -210,7 +211,10 @@ func (e *Engine) userTextInto(p *Peer, abs string, buf []byte) (text []byte, exi
 //
 // It returns the plan when the change is pending on it (nil otherwise).
 func (e *Engine) plan(c *changeRecord, text []byte, exists bool) *filePlan {
-	if g := c.given; g != nil && exists && bytes.Equal(text, g.Before) && strings.HasPrefix(g.BeforeHash, "sha256:") {
+	if g := c.given; g != nil && !exists && !g.Existed && len(text) == 0 && len(g.Before) == 0 && g.BeforeHash == diffapply.HashAbsent {
+		// A creation planned, as here, against no file.
+		c.BaseHash = contentHash(nil, false)
+	} else if g != nil && exists && g.Existed && bytes.Equal(text, g.Before) && strings.HasPrefix(g.BeforeHash, "sha256:") {
 		// The text the caller planned against, byte for byte (cheaper to
 		// compare than to hash): its hash is the plan's.
 		c.BaseHash = strings.TrimPrefix(g.BeforeHash, "sha256:")

@@ -947,3 +947,106 @@ func TestPatchOfPlannedFilesReadsIntoOneBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyPlannedSeqTakesThePlanOfCreationAndDeletion: a creation and a
+// deletion by a diff, handed with the caller's plan, are not planned again
+// when the file is as the plan found it (absent, or holding the plan's
+// text before): each plan's hunk header is altered to see it taken (the
+// engine's own plan of the diff would give the diff's), and the created
+// file holds the plan's result. The undo after it takes both back. A
+// deletion whose plan was made against another text is planned as any
+// change: the file changed since, so it is not deleted.
+func TestApplyPlannedSeqTakesThePlanOfCreationAndDeletion(t *testing.T) {
+	t.Parallel()
+	const old = "one\ntwo\nthree\n"
+	create := "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+	del := "--- a/old.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-one\n-two\n-three\n"
+	planOf := func(t *testing.T, d, name string, text []byte, exists bool) *diffapply.File {
+		t.Helper()
+		p, err := diffapply.Plan(t.TempDir(), []byte(d), diffapply.Options{Target: name, ReadFile: func(string) ([]byte, bool, error) {
+			return text, exists, nil
+		}})
+		if err != nil || len(p.Files) != 1 || len(p.Files[0].Hunks) != 1 {
+			t.Fatalf("plan %s: %v", name, err)
+		}
+		p.Files[0].Hunks[0].Header = "@@ the plan's own @@"
+		return p.Files[0]
+	}
+	apply := func(t *testing.T, f *fixture, chs ...PlannedChange) []string {
+		t.Helper()
+		ids, err := f.e.ApplyPlannedSeq(context.Background(), "", func(yield func(PlannedChange, error) bool) {
+			for _, ch := range chs {
+				if !yield(ch, nil) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	t.Run("as planned", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"old.txt": old}, mutate: func(c *Config) { c.NoWatch = true }})
+		cp := planOf(t, create, "new.txt", nil, false)
+		cp.After = []byte("what the plan says\n")
+		ids := apply(t, f,
+			PlannedChange{Change: protocol.Change{Path: "new.txt", Kind: protocol.ChangeCreate, Diff: create}, Plan: cp},
+			PlannedChange{Change: protocol.Change{Path: "old.txt", Kind: protocol.ChangeDelete, Diff: del}, Plan: planOf(t, del, "old.txt", []byte(old), true)})
+		if len(ids) != 2 {
+			t.Fatalf("ids %v, want 2", ids)
+		}
+		for _, id := range ids {
+			_, v, err := f.e.cs.recordSnapshot(id) // as recorded: the altered result is not the diff's
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Hunks) != 1 || v.Hunks[0].Header != "@@ the plan's own @@" {
+				t.Errorf("%s (%s): hunks %+v: the engine planned the diff again instead of taking the plan", v.Path, v.Kind, v.Hunks)
+			}
+			if v.Status != StatusApplied {
+				t.Errorf("%s: status %s, want applied", v.Path, v.Status)
+			}
+		}
+		if got := f.read("new.txt"); got != "what the plan says\n" {
+			t.Errorf("new.txt is %q, want the plan's result", got)
+		}
+		if _, err := os.Stat(f.path("old.txt")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("old.txt after the apply: %v, want it deleted", err)
+		}
+		if _, err := f.e.Undo(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.read("old.txt"); got != old {
+			t.Errorf("old.txt after the undo is %q, want %q", got, old)
+		}
+		if _, err := os.Stat(f.path("new.txt")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("new.txt after the undo: %v, want it gone", err)
+		}
+	})
+	t.Run("deletion of a changed text", func(t *testing.T) {
+		changed := "one\ntwo\nthree and more\n"
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"old.txt": changed}, mutate: func(c *Config) { c.NoWatch = true }})
+		ids, err := f.e.ApplyPlannedSeq(context.Background(), "", func(yield func(PlannedChange, error) bool) {
+			yield(PlannedChange{Change: protocol.Change{Path: "old.txt", Kind: protocol.ChangeDelete, Diff: del}, Plan: planOf(t, del, "old.txt", []byte(old), true)}, nil)
+		})
+		if err == nil {
+			t.Errorf("the apply of a deletion of a changed file succeeded (ids %v)", ids)
+		}
+		if got := f.read("old.txt"); got != changed {
+			t.Errorf("old.txt is %q, want it untouched", got)
+		}
+	})
+	t.Run("creation over a file", func(t *testing.T) {
+		f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"new.txt": "already here\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+		_, err := f.e.ApplyPlannedSeq(context.Background(), "", func(yield func(PlannedChange, error) bool) {
+			yield(PlannedChange{Change: protocol.Change{Path: "new.txt", Kind: protocol.ChangeCreate, Diff: create}, Plan: planOf(t, create, "new.txt", nil, false)}, nil)
+		})
+		if err == nil {
+			t.Error("the creation of a file that exists succeeded")
+		}
+		if got := f.read("new.txt"); got != "already here\n" {
+			t.Errorf("new.txt is %q, want it untouched", got)
+		}
+	})
+}
