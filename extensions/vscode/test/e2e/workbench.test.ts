@@ -346,7 +346,9 @@ test('code-server: a smith serve that refuses to start says why once and is not 
   const starts = path.join(ws.dir, '..', 'serve-starts');
   const counted = path.join(ws.dir, '..', 'smith-counted');
   const pids = path.join(ws.dir, '..', 'serve-pids');
-  fs.writeFileSync(counted, `#!/bin/sh\necho "$*" >> '${starts}'\necho $$ >> '${pids}'\nexec '${smithBin()}' "$@"\n`, { mode: 0o755 });
+  // While the file slow exists, a start waits 4 s before smith runs: a start still under way.
+  const slow = path.join(ws.dir, '..', 'serve-slow');
+  fs.writeFileSync(counted, `#!/bin/sh\necho "$*" >> '${starts}'\necho $$ >> '${pids}'\n[ -f '${slow}' ] && sleep 4\nexec '${smithBin()}' "$@"\n`, { mode: 0o755 });
   const wb = await openWorkbench(ws.dir, { 'smith.path': counted }, { SMITH_STATE_DIR: notADir });
   const { page, profile } = wb;
   let keep = !!process.env.SMITH_E2E_KEEP;
@@ -430,6 +432,24 @@ test('code-server: a smith serve that refuses to start says why once and is not 
     process.kill(running, 'SIGKILL');
     await until('the end of a running serve logged as an error', () => /\[error\] Server process exited with signal SIGKILL/.test(outputChannelText(profile)), 15_000);
     await until('smith serve restarted by the language client', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 4, 30_000);
+
+    // A restart while a start is under way (a setting changed meanwhile) stops that start, whose
+    // failure says nothing (before 8c12b77: "smith serve could not start" and its notification):
+    // only the new start is heard of.
+    await page.locator('.statusbar-item', { hasText: /smith: / }).waitFor({ timeout: 30_000 });
+    const before = outputChannelText(profile).length;
+    fs.writeFileSync(slow, '');
+    await runCommand(page, 'Smith: Restart smith serve');
+    await until('a slow start under way', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 5, 30_000);
+    fs.rmSync(slow);
+    await runCommand(page, 'Smith: Restart smith serve');
+    await until('smith serve started a sixth time', () => fs.readFileSync(starts, 'utf8').trim().split('\n').length === 6, 30_000);
+    await page.locator('.statusbar-item', { hasText: /smith: / }).waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(5_000); // the stopped start ends within 4 s (killed after 2)
+    const after = outputChannelText(profile).slice(before);
+    assert.ok(!after.includes('could not start'), `the stopped start said it could not start:\n${after}`);
+    const noted = (await toasts.allInnerTexts()).filter((t) => t.includes('could not start') && !t.includes('cannot be used'));
+    assert.deepEqual(noted, [], 'no notification of the stopped start');
   } catch (err) {
     await page.screenshot({ path: path.join(shots, 'failure-state-dir.png') }).catch(() => undefined);
     console.error(`code-server log:\n${wb.log()}\nscreenshots in ${shots}; profile (logs) kept in ${profile}`);
