@@ -159,28 +159,10 @@ func smithApply(t *testing.T, f *fixture, patch string) {
 	}
 }
 
-// createEditDisk is a patch that deletes gone.txt and edits b.txt, c.txt
-// and d.txt: its undo, one group, creates gone.txt and puts b.txt and
-// c.txt back through the client (one ApplyEdit), and writes d.txt on disk
-// when the client cannot read it.
-const createEditDisk = `--- a/gone.txt
-+++ /dev/null
-@@ -1,2 +0,0 @@
--gone 1
--gone 2
---- a/b.txt
-+++ b/b.txt
-@@ -1,2 +1,2 @@
--b1
-+B1
- b2
---- a/c.txt
-+++ b/c.txt
-@@ -1,2 +1,2 @@
--c1
-+C1
- c2
---- a/d.txt
+// createEditDisk is threeFiles that also edits d.txt: its undo, one group,
+// creates gone.txt and puts b.txt and c.txt back through the client (one
+// ApplyEdit), and writes d.txt on disk when the client cannot read it.
+const createEditDisk = threeFiles + `--- a/d.txt
 +++ b/d.txt
 @@ -1,2 +1,2 @@
 -d1
