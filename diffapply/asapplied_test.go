@@ -388,22 +388,29 @@ func FuzzAppliedDiff(f *testing.F) {
 	})
 }
 
+// sparseChanges is a text of 200 lines and the same with every tenth line
+// changed: changes more than six lines apart, as in smith apply's benchmark.
+func sparseChanges() (before, after string) {
+	var b, a strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "\tvalue%d := compute(%d)\n", i, i)
+		if i%10 == 3 {
+			fmt.Fprintf(&a, "\tvalue%d := computeFaster(%d)\n", i, i)
+		} else {
+			fmt.Fprintf(&a, "\tvalue%d := compute(%d)\n", i, i)
+		}
+	}
+	return b.String(), a.String()
+}
+
 // TestAppliedDiffIsUdiffs checks that a diff of changes more than six
 // lines apart (smith apply's benchmark) is written from the plan, byte for
 // byte as go-udiff writes it.
 func TestAppliedDiffIsUdiffs(t *testing.T) {
-	var before, after strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&before, "\tvalue%d := compute(%d)\n", i, i)
-		if i%10 == 3 {
-			fmt.Fprintf(&after, "\tvalue%d := computeFaster(%d)\n", i, i)
-		} else {
-			fmt.Fprintf(&after, "\tvalue%d := compute(%d)\n", i, i)
-		}
-	}
+	before, after := sparseChanges()
 	root := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(root, "f.go"), []byte(before.String()), 0o644))
-	d := udiff.Unified("a/f.go", "b/f.go", before.String(), after.String())
+	must(t, os.WriteFile(filepath.Join(root, "f.go"), []byte(before), 0o644))
+	d := udiff.Unified("a/f.go", "b/f.go", before, after)
 	p, err := Plan(root, []byte(d), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -440,19 +447,11 @@ func TestAppliedPlanOfAnEmptyFile(t *testing.T) {
 // had one line of context) is built anew. Either way the File is Plan's
 // of the diff (checkPatch).
 func TestAppliedPlanSharesHunks(t *testing.T) {
-	var before, after strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&before, "\tvalue%d := compute(%d)\n", i, i)
-		if i%10 == 3 {
-			fmt.Fprintf(&after, "\tvalue%d := computeFaster(%d)\n", i, i)
-		} else {
-			fmt.Fprintf(&after, "\tvalue%d := compute(%d)\n", i, i)
-		}
-	}
+	before, after := sparseChanges()
 	for _, context := range []int{3, 1} {
 		root := t.TempDir()
-		must(t, os.WriteFile(filepath.Join(root, "f.go"), []byte(before.String()), 0o644))
-		d, err := udiff.ToUnified("a/f.go", "b/f.go", before.String(), udiff.Lines(before.String(), after.String()), context)
+		must(t, os.WriteFile(filepath.Join(root, "f.go"), []byte(before), 0o644))
+		d, err := udiff.ToUnified("a/f.go", "b/f.go", before, udiff.Lines(before, after), context)
 		if err != nil {
 			t.Fatal(err)
 		}
