@@ -112,7 +112,8 @@ type Editor interface {
 	// open in the editor.
 	Document(path string) (text []byte, version int32, open bool)
 	// ApplyEdit asks the editor to apply edits to its open buffers, all or
-	// none (workspace/applyEdit). A refusal is returned as an error. An
+	// none (workspace/applyEdit). A refusal is returned as an error,
+	// preferably an EditRefusal. An
 	// edit the front cannot express at all (deleting a file without the
 	// resource-operation capability) is an error wrapping ErrUnsupported,
 	// returned before anything changed: the engine then writes those files
@@ -131,6 +132,26 @@ type Editor interface {
 // files the editor took back and which it left as they are: the engine
 // passes it on as it is, and does not guess at a changed buffer.
 var ErrEditorWrite = errors.New("the editor could not write the edit")
+
+// EditRefusal is an ApplyEdit error of an editor that refused the edit
+// and changed nothing. Refusal is the editor's own words (possibly
+// empty) and no advice: what the user should do differs between an apply
+// (the buffer moved on: review the change and apply again) and the
+// take-back of a failed batch (smith was putting the file back: there is
+// no plan to list again), so each caller adds its own.
+type EditRefusal interface {
+	error
+	Refusal() string
+}
+
+// refusal is the editor's words when err is an EditRefusal.
+func refusal(err error) (why string, ok bool) {
+	var r EditRefusal
+	if !errors.As(err, &r) {
+		return "", false
+	}
+	return r.Refusal(), true
+}
 
 // FileCreator is an Editor that also creates files it does not have
 // open: an ACP client with fs.writeTextFile writes any path it is given

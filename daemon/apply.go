@@ -131,10 +131,16 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			continue
 		}
 		if errors.Is(err, ErrEditorWrite) {
-			return fail(fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, editPaths(byEd[ed]), err))
+			return fail(fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, e.relNames(byEd[ed]), err))
+		}
+		if why, ok := refusal(err); ok {
+			if why != "" {
+				why = " (" + why + ")"
+			}
+			return fail(fmt.Errorf("%w: the editor refused the edit of %s%s; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, e.relNames(byEd[ed]), why))
 		}
 		if err != nil {
-			return fail(fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, editPaths(byEd[ed]), err))
+			return fail(fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, e.relNames(byEd[ed]), err))
 		}
 		done = append(done, ed)
 	}

@@ -119,6 +119,15 @@ func (e *Engine) takeBackEdit(ctx context.Context, label string, ed Editor, fe F
 	case errors.Is(err, ErrEditorWrite):
 		return takeBackResult{said: fmt.Sprintf("%s cannot be taken back (the editor's write failed: %v); left as it is", name, err)}
 	}
+	if why, ok := refusal(err); ok {
+		// The editor's words only: the advice of an apply ("list the
+		// change again") is wrong here, where smith was putting the file
+		// back; the closing sentence of the error says to review it.
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		return takeBackResult{said: fmt.Sprintf("%s cannot be taken back: the editor refused the edit%s; left as it is, holding smith's edit", name, why)}
+	}
 	return takeBackResult{said: fmt.Sprintf("%s cannot be taken back: the editor refused (%v); left as it is", name, err)}
 }
 
@@ -173,6 +182,16 @@ func (e *Engine) restoreDeleted(ctx context.Context, fe FileEdit) takeBackResult
 	}
 	e.queue(Notification{Kind: NoteFileChanged, Path: fe.Path})
 	return takeBackResult{said: name + " was written back on disk (the editor had deleted it)", ok: true}
+}
+
+// relNames names the files of fes as errors do, relative to the
+// workspace.
+func (e *Engine) relNames(fes []FileEdit) string {
+	ps := make([]string, 0, len(fes))
+	for _, fe := range fes {
+		ps = append(ps, e.relName(fe.Path))
+	}
+	return strings.Join(ps, ", ")
 }
 
 // relName is abs relative to the workspace, as errors name files.

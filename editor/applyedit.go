@@ -11,19 +11,26 @@ import (
 
 // EditRefusedError is a workspace/applyEdit the editor answered with
 // applied=false. It counts as a conflict: the buffer was not what the plan
-// expected (usually a newer version), and nothing was changed.
+// expected (usually a newer version), and nothing was changed. Its text
+// gives no advice: the engine adds the advice that fits what it was doing
+// (an apply, or the take-back of a failed batch); see
+// daemon.EditRefusal.
 type EditRefusedError struct {
 	Reason       string
 	FailedChange *uint32
 }
 
 func (e *EditRefusedError) Error() string {
-	msg := "the editor refused the edit"
-	if e.Reason != "" {
-		msg += ": " + e.Reason
+	if e.Reason == "" {
+		return "the editor refused the edit"
 	}
-	return msg + " (the buffer changed since the plan; list the change again to see it re-validated)"
+	return "the editor refused the edit: " + e.Reason
 }
+
+// Refusal implements daemon.EditRefusal: the editor's own words.
+func (e *EditRefusedError) Refusal() string { return e.Reason }
+
+var _ daemon.EditRefusal = (*EditRefusedError)(nil)
 
 // Is makes a refusal a daemon.ErrConflict.
 func (e *EditRefusedError) Is(target error) bool { return target == daemon.ErrConflict }

@@ -48,8 +48,8 @@ func TestFailedDiskWriteTakesBackTheEditorsDeletion(t *testing.T) {
 		{
 			name: "the editor refuses the take-back", refuse: true,
 			b:       "B1\nb2\n",
-			said:    []string{"a.txt was written back on disk (the editor had deleted it)", "b.txt cannot be taken back: the editor refused", "left as it is", "Review the files left as they are"},
-			notSaid: []string{"nothing was written"},
+			said:    []string{"a.txt was written back on disk (the editor had deleted it)", "b.txt cannot be taken back: the editor refused the edit (refused by the test); left as it is, holding smith's edit", "Review the files left as they are"},
+			notSaid: []string{"nothing was written", "list the change again", "the buffer changed since the plan"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +95,8 @@ func TestFailedDiskWriteTakesBackTheEditorsDeletion(t *testing.T) {
 					t.Errorf("the error does not say %q:\n%s", want, msg)
 				}
 			}
-			for _, not := range tt.notSaid {
+			// Files are named relative to the workspace, in the whole error.
+			for _, not := range append(tt.notSaid, ws) {
 				if strings.Contains(msg, not) {
 					t.Errorf("the error says %q:\n%s", not, msg)
 				}
@@ -145,14 +146,14 @@ func TestFailedBatchTakesBackTwoEditors(t *testing.T) {
 			name:  "the second editor refuses its take-back",
 			patch: []protocol.Change{editA, editB, editD}, refuseTB: true, changed: "d.txt",
 			b: "B1\nb2\n", bDisk: files["b.txt"], d: tool,
-			said: []string{"a file changed while smith was writing it", "d.txt", "a.txt was put back", "b.txt cannot be taken back: the editor refused", "Review the files left as they are"},
+			said: []string{"a file changed while smith was writing it", "d.txt", "a.txt was put back", "b.txt cannot be taken back: the editor refused the edit (refused by the test); left as it is, holding smith's edit", "Review the files left as they are"},
 			left: 1,
 		},
 		{
 			name:  "the second editor refuses the edit",
 			patch: []protocol.Change{editA, editB, editD}, refuse: true,
 			b: files["b.txt"], bDisk: files["b.txt"], d: files["d.txt"],
-			said: []string{"the editor refused the edit of", "b.txt", "a.txt was put back"},
+			said: []string{"the editor refused the edit of b.txt (refused by the test); the buffer may have changed since smith read it: review the change and apply again", "a.txt was put back"},
 		},
 		{
 			name:  "the second editor's file goes to disk and fails there",
@@ -225,6 +226,14 @@ func TestFailedBatchTakesBackTwoEditors(t *testing.T) {
 			}
 			if strings.Contains(msg, "nothing was written") {
 				t.Errorf("the error says nothing was written, although the first editor wrote a.txt:\n%s", msg)
+			}
+			// The apply's advice belongs to the apply: a take-back has no
+			// plan to list again. Files are named relative to the
+			// workspace, in the whole error.
+			for _, not := range []string{"list the change again", "the buffer changed since the plan", f.ws} {
+				if strings.Contains(msg, not) {
+					t.Errorf("the error says %q:\n%s", not, msg)
+				}
 			}
 			if got := strings.Count(msg, "left as it is"); got != tt.left {
 				t.Errorf("the error says %d files are left as they are, want %d:\n%s", got, tt.left, msg)
