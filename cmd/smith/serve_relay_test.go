@@ -142,9 +142,16 @@ func TestSecondEditorJoinsServe(t *testing.T) {
 
 	// B leaves without saving its buffer: the file never got c2, and the
 	// listing says so rather than "applied".
+	// The holder learns that B left when the relay's connection to it
+	// ends, which may come after B's serve has exited: ask until it has.
 	quit(t, ctx, edB, "B")
-	if got := listChanges(t, ctx, edA); got[c2] != daemon.StatusStale {
-		t.Errorf("A's smith/changes after B left: %v", got)
+	got := listChanges(t, ctx, edA)
+	for deadline := time.Now().Add(10 * time.Second); got[c2] != daemon.StatusStale && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		got = listChanges(t, ctx, edA)
+	}
+	if got[c2] != daemon.StatusStale {
+		t.Errorf("A's smith/changes 10 s after B left: %v", got)
 	}
 
 	// An editor that just closes its end: its serve ends 0 and says nothing
