@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -140,7 +141,7 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	}
 	for _, e := range edits {
 		if e.Delete {
-			return fmt.Errorf("%w: ACP's fs/write_text_file cannot delete %s", daemon.ErrUnsupported, e.Path)
+			return fmt.Errorf("%w: ACP's fs/write_text_file cannot delete %s", daemon.ErrUnsupported, a.relName(e.Path))
 		}
 	}
 	sid := a.fsSessionID()
@@ -152,7 +153,7 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 			continue
 		}
 		if _, err := os.Lstat(e.Path); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s was created since smith planned to create it; nothing was written", e.Path)
+			return fmt.Errorf("%s was created since smith planned to create it; nothing was written", a.relName(e.Path))
 		}
 	}
 	if caps.Fs.ReadTextFile {
@@ -162,10 +163,10 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 			}
 			now, err := a.readText(e.Path)
 			if err != nil {
-				return fmt.Errorf("read %s back before writing it: %w", e.Path, err)
+				return fmt.Errorf("read %s back before writing it: %w", a.relName(e.Path), err)
 			}
 			if now != string(e.OldText) {
-				return fmt.Errorf("%s changed in the editor since smith read it; nothing was written", e.Path)
+				return fmt.Errorf("%s changed in the editor since smith read it; nothing was written", a.relName(e.Path))
 			}
 		}
 	}
@@ -173,7 +174,7 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 		if err := a.writeText(ctx, sid, e.Path, string(e.NewText)); err != nil {
 			// The take-back runs to its end even when ctx is cancelled:
 			// stopping it halfway would leave some files written, some not.
-			return a.rollBack(context.WithoutCancel(ctx), sid, caps.Fs.ReadTextFile, edits[:i], fmt.Errorf("fs/write_text_file %s: %w", e.Path, err))
+			return a.rollBack(context.WithoutCancel(ctx), sid, caps.Fs.ReadTextFile, edits[:i], fmt.Errorf("fs/write_text_file %s: %w", a.relName(e.Path), err))
 		}
 	}
 	return nil
@@ -201,7 +202,7 @@ func (a *agent) rollBack(ctx context.Context, sid string, canRead bool, done []d
 			left = true
 			a.log.Warn("a file written before a failed fs/write_text_file is left as it is", "path", e.Path, "why", what)
 		}
-		parts = append(parts, e.Path+" "+what)
+		parts = append(parts, a.relName(e.Path)+" "+what)
 	}
 	msg := fmt.Sprintf("%v. The files smith had written before it: %s.", failed, strings.Join(parts, ". "))
 	if left {
@@ -302,6 +303,23 @@ func (a *agent) fsSessionID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.fsSession
+}
+
+// relName is abs relative to the workspace, as the rest of smith names
+// files in what the user reads (the engine's errors, smith apply): an
+// absolute path is long and says nothing the user does not know. A path
+// outside the workspace, or before a session opened one, stays absolute.
+func (a *agent) relName(abs string) string {
+	a.mu.Lock()
+	files := a.files
+	a.mu.Unlock()
+	if files == nil {
+		return abs
+	}
+	if rel, ok := strings.CutPrefix(abs, files.Root()+string(filepath.Separator)); ok {
+		return rel
+	}
+	return abs
 }
 
 // confine checks a path the client or the upstream named against the

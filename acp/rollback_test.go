@@ -119,6 +119,9 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			if strings.Contains(answer, "the buffer may have changed") {
 				t.Errorf("the answer guesses at a changed buffer, although the write failed:\n%s", answer)
 			}
+			if strings.Contains(answer, f.ws) {
+				t.Errorf("the answer names a file by its absolute path; smith names files relative to the workspace:\n%s", answer)
+			}
 			if tt.touched != "" {
 				if got := strings.Count(answer, "left as it is"); got != 1 {
 					t.Errorf("the answer says %d files are left as they are, want 1:\n%s", got, answer)
@@ -274,6 +277,9 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			}
 			if tt.failBack {
 				wantLeft = 1 // c.txt
+			}
+			if strings.Contains(answer, f.ws) {
+				t.Errorf("the answer names a file by its absolute path; smith names files relative to the workspace:\n%s", answer)
 			}
 			if left := strings.Count(answer, "left as it is"); left != wantLeft {
 				t.Errorf("the answer says %d files are left as they are, want %d:\n%s", left, wantLeft, answer)

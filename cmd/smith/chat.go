@@ -240,8 +240,12 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	shown := shownError
 	mu.Unlock()
 	switch {
-	case err != nil && shown != "" && advice(err) == "" && strings.Contains(err.Error(), shown):
-		// The turn's error line already said it; the exit status still does.
+	case err != nil && shown != "" && strings.Contains(err.Error(), shown):
+		// The turn's error line already said it; the exit status still
+		// does, and what to do about it is said once.
+		if hint := advice(err); hint != "" {
+			fmt.Fprintln(s.Err, "smith:", hint)
+		}
 		return &ExitError{Code: exitCodeOf(err), Err: err, Silent: true}
 	case err != nil:
 		return upstreamExit(err)
@@ -375,6 +379,10 @@ func upstreamExit(err error) error {
 	return &ExitError{Code: exitCodeOf(err), Err: err}
 }
 
+// unreachableAdvice is what to do when no server answers at the upstream
+// address: the first thing a new user meets before any server runs.
+const unreachableAdvice = "start a chat server for this workspace ('smith upstream --workspace .' runs the embedded one) or name a running one with --upstream URL; 'smith config' shows where the address came from"
+
 // advice is what a terminal user can do about an engine error: the engine
 // says what happened, the front what to do next with its own commands.
 func advice(err error) string {
@@ -391,6 +399,10 @@ func advice(err error) string {
 		return "wait for one to end or cancel it"
 	case errors.Is(err, daemon.ErrNoUpstream):
 		return "set the upstream URL: --upstream, SMITH_UPSTREAM or upstream in .smith.toml"
+	case errors.Is(err, protocol.ErrUnreachable) && !errors.Is(err, protocol.ErrWrongWorkspace) && !errors.As(err, new(*protocol.TLSError)):
+		// Nothing answered at all. (A server of another workspace, and
+		// a TLS failure, say what to do themselves.)
+		return unreachableAdvice
 	}
 	return ""
 }
