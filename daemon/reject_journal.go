@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 )
@@ -289,8 +290,15 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 		Hunks: hunks,
 	}
-	if w.tg.exists && !w.nextExists && !w.tg.open {
+	switch {
+	case w.tg.exists && !w.nextExists && !w.tg.open:
 		r.Mode = diskMode(w.abs) // a deletion on disk: its undo gives the file its mode again
+	case w.tg.exists && w.nextExists && w.mode != 0:
+		// A write that sets the mode of a file that exists: its undo
+		// gives the file its bits before again, 0644 included.
+		if fi, err := os.Lstat(w.abs); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != w.mode {
+			r.Mode = fi.Mode().Perm()
+		}
 	}
 	e.cs.st.NextUndo++
 	e.cs.st.Undo = append(e.cs.st.Undo, r)
