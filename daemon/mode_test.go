@@ -214,3 +214,31 @@ func TestModeOfAFileOpenInAnEditor(t *testing.T) {
 		t.Errorf("n.txt exists on disk after the refused apply")
 	}
 }
+
+// TestRejectOfAChangeThatSetAModeTakesItBack: rejecting an applied change
+// that set a mode takes back its text and its mode, one with an edit as
+// one without; the reject's own undo sets the mode again.
+func TestRejectOfAChangeThatSetAModeTakesItBack(t *testing.T) {
+	t.Parallel()
+	f, chs := modePatch(t)
+	ids, err := f.e.ApplyPatchIDs(context.Background(), "", chs[:2]) // a.txt with an edit, b.txt alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rel := range []string{"a.txt", "b.txt"} {
+		if _, err := f.e.Reject(context.Background(), ids[i], nil); err != nil {
+			t.Fatal(err)
+		}
+		if m := f.modeOf(rel); m != 0o644 {
+			t.Errorf("%s's mode after its change was rejected: %o, want 644", rel, m)
+		}
+	}
+	assertTexts(t, f, "after the rejects", map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	if _, err := f.e.Undo(context.Background(), ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.modeOf("a.txt"); m != 0o755 {
+		t.Errorf("a.txt's mode after the undo of its reject: %o, want 755", m)
+	}
+	assertTexts(t, f, "after the undo of the reject", map[string]string{"a.txt": "a\nb\n"})
+}
