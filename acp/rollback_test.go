@@ -68,7 +68,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			// this client saves to.
 			name: "an edited file changed, a client that cannot read", touched: "b.txt", noRead: true,
 			gone: "", b: typed,
-			said: []string{"gone.txt was removed (smith had created it)", "b.txt does not hold on disk what smith wrote", "left as it is", "Review the files left as they are"},
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt changed since smith wrote it; left as it is", "Review the files left as they are"},
 		},
 		{
 			name: "nothing changed",
@@ -111,7 +111,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the roll back\n%s", order, want, answer)
 			}
-			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had written before it: "}, tt.said...) {
+			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had already written through the editor: "}, tt.said...) {
 				if !strings.Contains(answer, want) {
 					t.Errorf("the answer does not say %q:\n%s", want, answer)
 				}
@@ -143,7 +143,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 				if buf != typed {
 					t.Errorf("the editor's buffer of %s holds %q, want what the user typed", tt.touched, buf)
 				}
-				p.waitStderr(t, "is left as it is")
+				p.waitStderr(t, "left as the editor has it")
 			}
 		})
 	}

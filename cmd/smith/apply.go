@@ -58,7 +58,7 @@ are written atomically, with a journal that a killed run leaves for --recover.`,
   smith apply --hunks 1,3 --strict fix.patch
   smith apply --reverse fix.patch        # undo it
   smith apply --json --check fix.patch`,
-		Args: cobra.MaximumNArgs(1),
+		Args: argsUpTo(0, 1, "at most one PATCH", "a unified diff file, or - for standard input; quote a path with spaces"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stripSet = cmd.Flags().Changed("strip")
 			return runApply(cmd.Context(), s, o, args)

@@ -204,9 +204,12 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 // stderr now and returns it as refuse, for serveStdio to answer the
 // editor's initialize with it, since that answer is what the editors show
 // (Opening.Refuse), and exit 2 then. A problem that the editor's
-// initializationOptions.stateDir may still resolve is a warning (warned);
-// initialize answers the editor with it if it remains, and serveStdio
-// does not say it a second time on stderr as it exits.
+// initializationOptions.stateDir may still resolve is said once: a stdio
+// serve under an editor says it when initialize fails with it (answered,
+// and as its last words on stderr, which the editors' logs show as the
+// error), and nothing when the editor's stateDir replaces the folder; a
+// server on a socket, or one started by hand in a terminal, warns now
+// (warned), and serveStdio then does not say it again as it exits.
 func (o *serveOptions) checkStateDir(s *IOStreams, log *slog.Logger) (refuse, warned, err error) {
 	set, err := config.Load(config.Options{Workspace: o.workspace, Flags: o.settings, Getenv: s.Getenv})
 	if err != nil {
@@ -217,6 +220,9 @@ func (o *serveOptions) checkStateDir(s *IOStreams, log *slog.Logger) (refuse, wa
 		return nil, nil, nil
 	}
 	if _, flag := o.settings["state_dir"]; !flag {
+		if o.listen == "" && !s.InTTY {
+			return nil, nil, nil
+		}
 		log.Warn(problem.Error() + "; initialize will fail unless the editor's initializationOptions.stateDir names another directory")
 		return nil, problem, nil
 	}
