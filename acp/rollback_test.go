@@ -68,7 +68,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			// this client saves to.
 			name: "an edited file changed, a client that cannot read", touched: "b.txt", noRead: true,
 			gone: "", b: typed,
-			said: []string{"gone.txt was removed (smith had created it)", "b.txt does not hold on disk what smith wrote", "left as it is", "Review the files left as they are"},
+			said: []string{"gone.txt was removed (smith had created it)", "b.txt changed since smith wrote it; left as it is", "Review the files left as they are"},
 		},
 		{
 			name: "nothing changed",
@@ -111,13 +111,16 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the roll back\n%s", order, want, answer)
 			}
-			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had written before it: "}, tt.said...) {
+			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had already written through the editor: "}, tt.said...) {
 				if !strings.Contains(answer, want) {
 					t.Errorf("the answer does not say %q:\n%s", want, answer)
 				}
 			}
 			if strings.Contains(answer, "the buffer may have changed") {
 				t.Errorf("the answer guesses at a changed buffer, although the write failed:\n%s", answer)
+			}
+			if strings.Contains(answer, f.ws) {
+				t.Errorf("the answer names a file by its absolute path; smith names files relative to the workspace:\n%s", answer)
 			}
 			if tt.touched != "" {
 				if got := strings.Count(answer, "left as it is"); got != 1 {
@@ -140,7 +143,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 				if buf != typed {
 					t.Errorf("the editor's buffer of %s holds %q, want what the user typed", tt.touched, buf)
 				}
-				p.waitStderr(t, "is left as it is")
+				p.waitStderr(t, "left as the editor has it")
 			}
 		})
 	}
@@ -274,6 +277,9 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			}
 			if tt.failBack {
 				wantLeft = 1 // c.txt
+			}
+			if strings.Contains(answer, f.ws) {
+				t.Errorf("the answer names a file by its absolute path; smith names files relative to the workspace:\n%s", answer)
 			}
 			if left := strings.Count(answer, "left as it is"); left != wantLeft {
 				t.Errorf("the answer says %d files are left as they are, want %d:\n%s", left, wantLeft, answer)

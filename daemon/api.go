@@ -119,8 +119,8 @@ type Editor interface {
 	// returned before anything changed: the engine then writes those files
 	// on disk, guarded by the text it read, and notifies fileChanged.
 	// An editor that writes file by file and fails halfway (an ACP
-	// client's fs/write_text_file) returns an error wrapping
-	// ErrEditorWrite that says what became of every file.
+	// client's fs/write_text_file) returns a *PartialEditError naming the
+	// edits it wrote, and leaves them: the engine takes them back.
 	ApplyEdit(ctx context.Context, label string, edits []FileEdit) error
 	// Notify tells the front about something it did not ask for: a change
 	// re-validated by the watcher, a change written by the upstream.
@@ -128,10 +128,29 @@ type Editor interface {
 }
 
 // ErrEditorWrite marks an ApplyEdit error that is not a refusal of a
-// buffer that moved on but a write that failed, whose text says which
-// files the editor took back and which it left as they are: the engine
-// passes it on as it is, and does not guess at a changed buffer.
+// buffer that moved on but a write that failed: the engine says so, and
+// does not guess at a changed buffer.
 var ErrEditorWrite = errors.New("the editor could not write the edit")
+
+// PartialEditError is the error of an ApplyEdit that wrote its edits one
+// file at a time and failed before the last: Written are the edits it
+// wrote, in order (none when the first write failed), Err why the next
+// one failed. It is an ErrEditorWrite.
+//
+// The editor leaves what it wrote as it is, and the engine takes those
+// files back through it (Document, then the reverse edit), as it takes
+// back the part of every editor that wrote before a batch failed
+// elsewhere: one take-back decides what is safe to put back (only a file
+// that still holds exactly what smith wrote) and says what became of
+// each file.
+type PartialEditError struct {
+	Written []FileEdit
+	Err     error
+}
+
+func (e *PartialEditError) Error() string        { return e.Err.Error() }
+func (e *PartialEditError) Unwrap() error        { return e.Err }
+func (e *PartialEditError) Is(target error) bool { return target == ErrEditorWrite }
 
 // EditRefusal is an ApplyEdit error of an editor that refused the edit
 // and changed nothing. Refusal is the editor's own words (possibly

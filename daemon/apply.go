@@ -108,10 +108,10 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			return err
 		}
 	}
-	var done []Editor
+	var done []editorPart
 	// fail takes back what the editors in done applied: err then says
 	// what became of their files.
-	fail := func(err error) error { return e.takeBack(ctx, label, done, byEd, err) }
+	fail := func(err error) error { return e.takeBack(ctx, label, done, err) }
 	for _, ed := range eds {
 		err := ed.ApplyEdit(ctx, label, byEd[ed])
 		if errors.Is(err, ErrUnsupported) {
@@ -131,7 +131,16 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			continue
 		}
 		if errors.Is(err, ErrEditorWrite) {
-			return fail(fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, e.relNames(byEd[ed]), err))
+			// An editor that wrote part of its edit leaves it: it is taken
+			// back with the parts of the editors before it.
+			if pe := (*PartialEditError)(nil); errors.As(err, &pe) && len(pe.Written) > 0 {
+				done = append(done, editorPart{ed, pe.Written})
+			}
+			err = fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, e.relNames(byEd[ed]), err)
+			if len(done) == 0 {
+				err = fmt.Errorf("%w; nothing was written", err)
+			}
+			return fail(err)
 		}
 		if why, ok := refusal(err); ok {
 			if why != "" {
@@ -142,7 +151,7 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		if err != nil {
 			return fail(fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, e.relNames(byEd[ed]), err))
 		}
-		done = append(done, ed)
+		done = append(done, editorPart{ed, byEd[ed]})
 	}
 	if len(disk) == 0 {
 		return nil

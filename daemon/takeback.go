@@ -11,12 +11,23 @@ import (
 )
 
 // This file holds the take-back of a failed batch: the edits editors
-// applied before another part of the batch failed are reverted, and the
-// error the user sees says what became of each of their files.
+// applied before the batch failed (elsewhere, or in the middle of an
+// editor's own file-by-file write) are reverted, and the error the user
+// sees says what became of each of their files. It is smith's one
+// take-back: a front that writes file by file (ACP) reports what it wrote
+// (PartialEditError) instead of taking it back itself.
 
-// takeBack reverts the edits that the editors eds applied for a batch
-// that then failed with failed, and returns failed followed by what
-// became of each of their files (failed itself when eds is empty).
+// editorPart is what one editor wrote of a batch: its whole part, or, when
+// its own write failed halfway, the edits it wrote (PartialEditError).
+type editorPart struct {
+	ed    Editor
+	edits []FileEdit
+}
+
+// takeBack reverts the edits that editors applied for a batch that then
+// failed with failed (parts, in the order they were written), and returns
+// failed followed by what became of each of their files (failed itself
+// when parts is empty).
 //
 // Each file is taken back only while the editor still holds exactly what
 // smith put there: someone may have typed into it since, and putting
@@ -36,15 +47,15 @@ import (
 //
 // The take-back runs to its end even when ctx is cancelled: stopping it
 // halfway would leave some files written, some not.
-func (e *Engine) takeBack(ctx context.Context, label string, eds []Editor, byEd map[Editor][]FileEdit, failed error) error {
-	if len(eds) == 0 {
+func (e *Engine) takeBack(ctx context.Context, label string, parts []editorPart, failed error) error {
+	if len(parts) == 0 {
 		return failed
 	}
 	ctx = context.WithoutCancel(ctx)
 	var said []string
 	left := false
-	for _, ed := range eds {
-		for _, r := range e.takeBackEdits(ctx, label, ed, byEd[ed]) {
+	for _, p := range parts {
+		for _, r := range e.takeBackEdits(ctx, label, p.ed, p.edits) {
 			said = append(said, r.said)
 			if !r.ok {
 				left = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/smith-dev/smith/daemon"
 )
@@ -61,14 +62,14 @@ func (c *client) ApplyEdit(ctx context.Context, label string, edits []daemon.Fil
 // the mirror first, so that a stale plan never reaches the editor.
 func (c *client) workspaceEdit(edits []daemon.FileEdit) (*WorkspaceEdit, error) {
 	c.mu.Lock()
-	caps, enc := c.caps, c.enc
+	caps, enc, ws := c.caps, c.enc, c.workspace
 	c.mu.Unlock()
 	if !caps.applyEdit || !caps.documentChanges {
 		return nil, fmt.Errorf("%w: the editor does not accept versioned workspace edits", daemon.ErrUnsupported)
 	}
 	we := &WorkspaceEdit{DocumentChanges: make([]DocumentChange, 0, len(edits))}
 	for _, fe := range edits {
-		changes, err := c.documentChanges(fe, caps, enc)
+		changes, err := c.documentChanges(fe, caps, enc, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -77,12 +78,16 @@ func (c *client) workspaceEdit(edits []daemon.FileEdit) (*WorkspaceEdit, error) 
 	return we, nil
 }
 
-func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc PositionEncoding) ([]DocumentChange, error) {
+// documentChanges is the part of the WorkspaceEdit for fe. Its errors
+// name the file relative to the workspace ws, as the engine's errors do
+// (they reach the user inside one).
+func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc PositionEncoding, ws string) ([]DocumentChange, error) {
+	name := relName(ws, fe.Path)
 	uri := pathToURI(fe.Path)
 	switch {
 	case fe.Create:
 		if !caps.resourceOps[ResourceCreate] {
-			return nil, fmt.Errorf("%w: the editor cannot create files (%s)", daemon.ErrUnsupported, fe.Path)
+			return nil, fmt.Errorf("%w: the editor cannot create files (%s)", daemon.ErrUnsupported, name)
 		}
 		out := []DocumentChange{{CreateFile: &CreateFile{Kind: ResourceCreate, URI: uri, Options: &CreateFileOptions{Overwrite: false}}}}
 		if len(fe.NewText) > 0 {
@@ -94,17 +99,17 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 		return out, nil
 	case fe.Delete:
 		if !caps.resourceOps[ResourceDelete] {
-			return nil, fmt.Errorf("%w: the editor cannot delete files (%s)", daemon.ErrUnsupported, fe.Path)
+			return nil, fmt.Errorf("%w: the editor cannot delete files (%s)", daemon.ErrUnsupported, name)
 		}
 		return []DocumentChange{{DeleteFile: &DeleteFile{Kind: ResourceDelete, URI: uri}}}, nil
 	}
 	doc, open := c.docs.get(fe.Path)
 	if !open {
-		return nil, fmt.Errorf("%w: %s is not open in the editor", daemon.ErrUnsupported, filepath.Base(fe.Path))
+		return nil, fmt.Errorf("%w: %s is not open in the editor", daemon.ErrUnsupported, name)
 	}
 	if doc.version != fe.Version || !bytes.Equal(doc.seen(), fe.OldText) {
 		return nil, fmt.Errorf("%w: %s changed in the editor since the plan (version %d, planned against %d)",
-			daemon.ErrConflict, fe.Path, doc.version, fe.Version)
+			daemon.ErrConflict, name, doc.version, fe.Version)
 	}
 	edit := minimalEdit(fe.OldText, fe.NewText, enc)
 	var tedits []TextEdit
@@ -154,6 +159,18 @@ func (c *client) Notify(n daemon.Notification) {
 	if err != nil {
 		c.log.Debug("notifying the editor", "kind", n.Kind, "err", err)
 	}
+}
+
+// relName is abs relative to the workspace ws, as smith names files in
+// errors; abs as it is when it lies outside (or ws is not known yet).
+func relName(ws, abs string) string {
+	if ws == "" {
+		return abs
+	}
+	if rel, ok := strings.CutPrefix(abs, ws+string(filepath.Separator)); ok {
+		return rel
+	}
+	return abs
 }
 
 // absPath resolves a workspace-relative path.

@@ -39,6 +39,9 @@ func TestWorkspaceEdit(t *testing.T) {
 		edits   []daemon.FileEdit
 		want    []DocumentChange
 		wantErr error
+		// wantMsg is the error's text: it reaches the user inside the
+		// engine's, which names files relative to the workspace (/w).
+		wantMsg string
 	}{
 		{
 			name:  "versioned edit in utf-16",
@@ -68,6 +71,7 @@ func TestWorkspaceEdit(t *testing.T) {
 			docs:    open,
 			edits:   []daemon.FileEdit{{Path: path, Version: 3, OldText: []byte("x := \"😀\"; total\n"), NewText: []byte("y\n")}},
 			wantErr: daemon.ErrConflict,
+			wantMsg: "change conflict: a.go changed in the editor since the plan (version 4, planned against 3)",
 		},
 		{
 			name:    "other text at the same version is a conflict",
@@ -90,6 +94,7 @@ func TestWorkspaceEdit(t *testing.T) {
 			caps:    clientCaps{applyEdit: true, documentChanges: true},
 			edits:   []daemon.FileEdit{{Path: "/w/new.txt", Create: true}},
 			wantErr: daemon.ErrUnsupported,
+			wantMsg: "not supported by this upstream: the editor cannot create files (new.txt)",
 		},
 		{
 			name:  "delete",
@@ -107,10 +112,14 @@ func TestWorkspaceEdit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := clientWith(tt.caps, tt.enc, tt.docs)
+			c.workspace = "/w"
 			we, err := c.workspaceEdit(tt.edits)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if tt.wantMsg != "" && err.Error() != tt.wantMsg {
+					t.Errorf("err says %q, want %q", err, tt.wantMsg)
 				}
 				return
 			}

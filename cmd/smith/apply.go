@@ -30,6 +30,7 @@ type applyOpts struct {
 	check     bool
 	preview   bool
 	strip     int
+	stripSet  bool // --strip was given (-1 is also its "detect" default)
 	reverse   bool
 	include   []string
 	exclude   []string
@@ -58,8 +59,9 @@ are written atomically, with a journal that a killed run leaves for --recover.`,
   smith apply --hunks 1,3 --strict fix.patch
   smith apply --reverse fix.patch        # undo it
   smith apply --json --check fix.patch`,
-		Args: cobra.MaximumNArgs(1),
+		Args: argsUpTo(0, 1, "at most one PATCH", "a unified diff file, or - for standard input; quote a path with spaces"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stripSet = cmd.Flags().Changed("strip")
 			return runApply(cmd.Context(), s, o, args)
 		},
 	}
@@ -98,8 +100,10 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	if err != nil {
 		return usageErrorf("bad --directory: %v", err)
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return usageErrorf("--directory %s: not a directory", root)
+	if fi, err := os.Stat(root); err != nil {
+		return usageErrorf("--directory %s: %v; give the directory the diff's paths start from", root, pathErrText(err))
+	} else if !fi.IsDir() {
+		return usageErrorf("--directory %s: not a directory; give the directory the diff's paths start from", root)
 	}
 	journal, jerr := applyJournalDir(s, root)
 	if o.recover {
@@ -120,6 +124,12 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 	ids, err := parseHunkIDs(o.hunks)
 	if err != nil {
 		return usageErrorf("--hunks: %v", err)
+	}
+	if o.strip < 0 && o.stripSet {
+		return usageErrorf("--strip %d: give the number of leading path components to remove, 0 or more (leave it out to detect them)", o.strip)
+	}
+	if err := checkGlobs(o.include, o.exclude); err != nil {
+		return err
 	}
 	pt, err := openPatch(s, args)
 	if err != nil {
@@ -595,9 +605,39 @@ func readPatch(s *IOStreams, args []string) ([]byte, string, error) {
 	}
 	b, err := os.ReadFile(args[0])
 	if err != nil {
-		return nil, "", usageErrorf("cannot read the patch: %v", err)
+		return nil, "", cannotReadPatch(args[0], err)
 	}
 	return b, args[0], nil
+}
+
+// cannotReadPatch is the usage error of a PATCH argument that cannot be
+// read: the file named as the user gave it, and what to give instead.
+func cannotReadPatch(name string, err error) error {
+	return usageErrorf("cannot read the patch %s: %v; give a unified diff file, or - (or a pipe) for standard input", name, pathErrText(err))
+}
+
+// pathErrText is err without the *os.PathError's operation and path
+// ("open x: no such file or directory" is "no such file or directory"),
+// for messages that name the file themselves.
+func pathErrText(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// checkGlobs refuses a malformed --include or --exclude pattern, which
+// path.Match would otherwise never match, silently.
+func checkGlobs(include, exclude []string) error {
+	for flag, pats := range map[string][]string{"--include": include, "--exclude": exclude} {
+		for _, pat := range pats {
+			if _, err := path.Match(strings.TrimSuffix(pat, "/"), ""); err != nil {
+				return usageErrorf("%s %q: %v; see path.Match for the syntax (*, ?, [a-z], \\ to quote)", flag, pat, err)
+			}
+		}
+	}
+	return nil
 }
 
 // parseHunkIDs reads "1,3,5-7"; "" means all (nil).

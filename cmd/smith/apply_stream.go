@@ -290,7 +290,7 @@ func openPatch(s *IOStreams, args []string) (*patchText, error) {
 	case len(args) > 0 && args[0] != "-":
 		f, err := os.Open(args[0])
 		if err != nil {
-			return nil, usageErrorf("cannot read the patch: %v", err)
+			return nil, cannotReadPatch(args[0], err)
 		}
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			return &patchText{name: args[0], r: f, file: f, size: fi.Size()}, nil
@@ -329,7 +329,7 @@ func (pt *patchText) bytes() ([]byte, error) {
 	}
 	b := make([]byte, pt.size)
 	if _, err := pt.r.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, usageErrorf("cannot read the patch: %v", err)
+		return nil, cannotReadPatch(pt.name, err)
 	}
 	return b, nil
 }

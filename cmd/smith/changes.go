@@ -210,7 +210,7 @@ scripts can wait for it: until smith status >/dev/null; do sleep 1; done`,
 					// another workspace answered; smith will not use it).
 					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s: %s", st.Upstream, st.Error)}
 				case !st.Reachable:
-					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s is not reachable: %s (start one with 'smith upstream', or set --upstream)", st.Upstream, st.Error)}
+					return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("upstream %s is not reachable: %s (%s)", st.Upstream, st.Error, unreachableAdvice)}
 				}
 				return nil
 			})

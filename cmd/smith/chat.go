@@ -102,6 +102,9 @@ type chatSession struct {
 	dialog string
 	width  int
 	root   string
+	// forced is the dialect the settings force, with where it was set
+	// ("rag, set by --dialect"); "" when smith detects it.
+	forced string
 }
 
 func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Settings, args []string) error {
@@ -128,6 +131,9 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 		lb.serveOthers(ctx, slog.New(slog.DiscardHandler))
 	}
 	cs := &chatSession{s: s, o: o, eng: eng, dialog: o.dialog, width: termWidth(s), root: set.Workspace}
+	if v, _ := set.Lookup("dialect"); v.Value != "" && v.Value != "auto" && v.Origin != "" {
+		cs.forced = v.Value + ", set by " + v.Origin
+	}
 	cs.input = newLineInput(s)
 	if o.newDialog {
 		d, err := eng.NewDialog(ctx, "")
@@ -240,8 +246,14 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	shown := shownError
 	mu.Unlock()
 	switch {
-	case err != nil && shown != "" && advice(err) == "" && strings.Contains(err.Error(), shown):
-		// The turn's error line already said it; the exit status still does.
+	case err != nil && shown != "" && strings.Contains(err.Error(), shown):
+		// The turn's error line already said it; the exit status still
+		// does, and what to do about it is said once.
+		if hint := advice(err); hint != "" {
+			fmt.Fprintln(s.Err, "smith:", hint)
+		} else if hint := cs.dialectAdvice(err); hint != "" {
+			fmt.Fprintln(s.Err, "smith:", hint)
+		}
 		return &ExitError{Code: exitCodeOf(err), Err: err, Silent: true}
 	case err != nil:
 		return upstreamExit(err)
@@ -375,6 +387,22 @@ func upstreamExit(err error) error {
 	return &ExitError{Code: exitCodeOf(err), Err: err}
 }
 
+// dialectAdvice is what to do when the upstream refused the request of a
+// dialect the settings force: a server of another dialect answers it
+// with a client error (an AgentSmithy server: 422, "messages" missing),
+// which says nothing of the dialect.
+func (cs *chatSession) dialectAdvice(err error) string {
+	var he *protocol.HTTPError
+	if cs.forced == "" || !errors.As(err, &he) || he.Status < 400 || he.Status >= 500 || he.Status == 401 || he.Status == 403 || he.Status == 429 {
+		return ""
+	}
+	return fmt.Sprintf("the server refused the request smith made in the dialect %s: check that the server speaks it ('smith status' shows what its /health says), or leave the dialect out and smith detects it", cs.forced)
+}
+
+// unreachableAdvice is what to do when no server answers at the upstream
+// address: the first thing a new user meets before any server runs.
+const unreachableAdvice = "start a chat server for this workspace ('smith upstream --workspace .' runs the embedded one) or name a running one with --upstream URL; 'smith config' shows where the address came from"
+
 // advice is what a terminal user can do about an engine error: the engine
 // says what happened, the front what to do next with its own commands.
 func advice(err error) string {
@@ -391,6 +419,10 @@ func advice(err error) string {
 		return "wait for one to end or cancel it"
 	case errors.Is(err, daemon.ErrNoUpstream):
 		return "set the upstream URL: --upstream, SMITH_UPSTREAM or upstream in .smith.toml"
+	case errors.Is(err, protocol.ErrUnreachable) && !errors.Is(err, protocol.ErrWrongWorkspace) && !errors.As(err, new(*protocol.TLSError)):
+		// Nothing answered at all. (A server of another workspace, and
+		// a TLS failure, say what to do themselves.)
+		return unreachableAdvice
 	}
 	return ""
 }

@@ -69,6 +69,22 @@ func runDemo(ctx context.Context, s *IOStreams, o *demoOptions) error {
 			return usageErrorf("demo folder %s already exists: pick a new path with --dir", o.dir)
 		}
 	}
+	// What would stop the turn is said before anything is copied or
+	// started, so that a refusal leaves no demo folder behind.
+	if strings.TrimSpace(o.message) == "" {
+		return usageErrorf("--message is empty: give the demo turn a chat message, such as %q, or leave --message out", demoMessage)
+	}
+	pre := map[string]string{}
+	if o.stateDir != "" {
+		pre["state_dir"] = o.stateDir
+	}
+	set, err := config.Load(config.Options{Flags: pre, Getenv: s.Getenv})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := stateDirAtStart(set, ""); err != nil {
+		return err
+	}
 	dir, err := copyDemoProject(o.dir)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -94,7 +110,7 @@ func runDemo(ctx context.Context, s *IOStreams, o *demoOptions) error {
 	if o.stateDir != "" {
 		flags["state_dir"] = o.stateDir
 	}
-	set, err := config.Load(config.Options{Workspace: dir, Flags: flags, Getenv: s.Getenv})
+	set, err = config.Load(config.Options{Workspace: dir, Flags: flags, Getenv: s.Getenv})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,11 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 					id = st.CurrentDialog
 					if id == "" && !st.Reachable {
 						// The upstream would know it: say why it cannot be asked.
-						return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no current dialog to show: the upstream %s cannot be asked for one: %s", st.Upstream, st.Error)}
+						why := st.Error
+						if !strings.Contains(why, "--upstream") { // else it says what to do already
+							why += " (" + unreachableAdvice + ")"
+						}
+						return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no current dialog to show: the upstream %s cannot be asked for one: %s", st.Upstream, why)}
 					}
 					if id == "" {
 						return fmt.Errorf("no current dialog yet: send a message with smith chat, or pass -d ID (smith dialogs lists them)")

@@ -48,7 +48,7 @@ ended in error or was interrupted, 2 for bad flags or an unreadable file.`,
   smith replay --raw --chunk-sizes 1 turn.sse
   curl -sN localhost:8765/api/chat -H 'Content-Type: application/json' -d @req.json | smith replay -
   smith replay --dialect rag --header 'Server-Timing: total;dur=18.9' rag.sse`,
-		Args: cobra.ExactArgs(1),
+		Args: argsUpTo(1, 1, "one FILE.sse", "a recorded SSE response body, or - for standard input; quote a path with spaces"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplay(cmd, s, o, args[0])
 		},

@@ -169,7 +169,7 @@ func TestReplayUsageErrors(t *testing.T) {
 	}{
 		{"missing file", []string{"replay", missing}, "cannot read " + missing},
 		{"directory", []string{"replay", t.TempDir()}, "cannot read"},
-		{"no file", []string{"replay"}, "accepts 1 arg"},
+		{"no file", []string{"replay"}, "smith replay takes one FILE.sse, got 0 (a recorded SSE response body, or - for standard input"},
 		{"unknown dialect", []string{"replay", "--dialect", "klingon", good}, `unknown dialect "klingon"`},
 		{"bad chunk size", []string{"replay", "--chunk-sizes", "3,0", good}, "bad --chunk-sizes"},
 		{"bad header", []string{"replay", "--header", "no colon", good}, "bad --header"},

@@ -123,7 +123,7 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
-	refuse, err := o.checkStateDir(s, log)
+	refuse, warned, err := o.checkStateDir(s, log)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 			// Started by hand: nothing would say what it waits for.
 			fmt.Fprintln(s.Err, "smith serve: waiting for an editor on stdin (LSP framing; an editor starts this, see smith serve --help and docs/protocol.md). Ctrl-D quits.")
 		}
-		return serveStdio(ctx, srv, o.workspace, refuse, log)
+		return serveStdio(ctx, srv, o.workspace, refuse, warned, log)
 	}
 	path, ok := strings.CutPrefix(o.listen, "unix:")
 	if !ok || path == "" {
@@ -204,26 +204,33 @@ func (o *serveOptions) resolver(s *IOStreams) func(context.Context, string, edit
 // stderr now and returns it as refuse, for serveStdio to answer the
 // editor's initialize with it, since that answer is what the editors show
 // (Opening.Refuse), and exit 2 then. A problem that the editor's
-// initializationOptions.stateDir may still resolve is a warning; initialize
-// says it again if it remains.
-func (o *serveOptions) checkStateDir(s *IOStreams, log *slog.Logger) (refuse, err error) {
+// initializationOptions.stateDir may still resolve is said once: a stdio
+// serve under an editor says it when initialize fails with it (answered,
+// and as its last words on stderr, which the editors' logs show as the
+// error), and nothing when the editor's stateDir replaces the folder; a
+// server on a socket, or one started by hand in a terminal, warns now
+// (warned), and serveStdio then does not say it again as it exits.
+func (o *serveOptions) checkStateDir(s *IOStreams, log *slog.Logger) (refuse, warned, err error) {
 	set, err := config.Load(config.Options{Workspace: o.workspace, Flags: o.settings, Getenv: s.Getenv})
 	if err != nil {
-		return nil, nil // a bad .smith.toml: initialize says it, with the workspace
+		return nil, nil, nil // a bad .smith.toml: initialize says it, with the workspace
 	}
 	problem := stateDirAtStart(set, o.workspace)
 	if problem == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if _, flag := o.settings["state_dir"]; !flag {
+		if o.listen == "" && !s.InTTY {
+			return nil, nil, nil
+		}
 		log.Warn(problem.Error() + "; initialize will fail unless the editor's initializationOptions.stateDir names another directory")
-		return nil, nil
+		return nil, problem, nil
 	}
 	if o.listen != "" || s.InTTY {
-		return nil, problem
+		return nil, nil, problem
 	}
 	fmt.Fprintf(s.Err, "smith: %v\n", problem)
-	return problem, nil
+	return problem, nil, nil
 }
 
 // initSettings maps initializationOptions to config keys.

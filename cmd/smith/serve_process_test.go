@@ -165,8 +165,9 @@ func TestServeProcessBadFlags(t *testing.T) {
 // logs); then serve exits 2, as the CLI does for a bad --state-dir, once
 // the editor has closed its end (at most refuseGrace later). A folder the editor's
 // initializationOptions.stateDir may still replace (XDG_STATE_HOME) is
-// only warned about at start-up: with a good stateDir the editor is
-// served.
+// said only if initialize fails with it, once, as serve's last words
+// (not also as a warning at start-up): with a good stateDir the editor is
+// served, and stderr does not speak of the folder it does not use.
 func TestServeProcessUnusableStateDir(t *testing.T) {
 	t.Parallel()
 	a := newAttachEnv(t, upstream.Options{})
@@ -212,8 +213,8 @@ func TestServeProcessUnusableStateDir(t *testing.T) {
 				if code, err := ed.Wait(10 * time.Second); err != nil || code != 0 {
 					t.Fatalf("exit code %d, %v; want 0 once stdin is closed", code, err)
 				}
-				if !strings.Contains(ed.Stderr(), afile) {
-					t.Errorf("no start-up warning naming %s on stderr:\n%s", afile, ed.Stderr())
+				if strings.Contains(ed.Stderr(), afile) {
+					t.Errorf("stderr speaks of %s, which the editor's stateDir replaced:\n%s", afile, ed.Stderr())
 				}
 				return
 			}
@@ -246,6 +247,9 @@ func TestServeProcessUnusableStateDir(t *testing.T) {
 				if !strings.Contains(ed.Stderr(), w) {
 					t.Errorf("stderr does not name %q:\n%s", w, ed.Stderr())
 				}
+			}
+			if n := strings.Count(ed.Stderr(), "cannot be used"); n != 1 {
+				t.Errorf("stderr says the reason %d times, want once:\n%s", n, ed.Stderr())
 			}
 		})
 	}

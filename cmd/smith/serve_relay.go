@@ -40,7 +40,10 @@ const refuseGrace = 5 * time.Second
 // pinned is serve's --workspace ("" when not given). refuse, when not
 // nil, is a state folder problem found at start-up and already said on
 // stderr: the editor's initialize is answered with it, and serve exits 2.
-func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse error, log *slog.Logger) error {
+// warned is a state folder problem that start-up only warned of (the
+// editor's initializationOptions may replace the folder): when initialize
+// fails with the same, serve exits 2 without saying it again.
+func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse, warned error, log *slog.Logger) error {
 	stdio, err := editor.NewStdio()
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
@@ -57,6 +60,8 @@ func serveStdio(ctx context.Context, srv *editor.Server, pinned string, refuse e
 		var usage *ExitError
 		if errors.As(cfgErr, &usage) && usage.Code == ExitUsage {
 			refuse = usage.Err
+			// The start-up warning said this already: once is enough.
+			said = warned != nil && refuse.Error() == warned.Error()
 		}
 	}
 	if refuse != nil {

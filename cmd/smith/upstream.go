@@ -120,6 +120,14 @@ func runUpstream(ctx context.Context, s *IOStreams, f *upstreamFlags, addrSet bo
 		fmt.Fprintf(s.Err, "smith upstream: %s is taken, using a free port\n", f.addr)
 		base, err = srv.Start(ctx, "127.0.0.1:0")
 	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
+		// Said without Go's "listen tcp ADDR: bind:" wording, with the way out.
+		why := oe.Err
+		if se := (*os.SyscallError)(nil); errors.As(why, &se) {
+			why = se.Err
+		}
+		err = fmt.Errorf("cannot listen on %s: %v; give --addr a free local address (127.0.0.1:0 picks a free port)", f.addr, why)
+	}
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -160,7 +168,7 @@ func (f *upstreamFlags) options(s *IOStreams) (upstream.Options, error) {
 	if f.replay != "" {
 		body, err := os.ReadFile(f.replay)
 		if err != nil {
-			return opts, usageErrorf("--replay: %v", err)
+			return opts, usageErrorf("cannot read --replay %s: %v (give a recorded SSE response body, as smith replay takes)", f.replay, pathErrText(err))
 		}
 		opts.Replay = body
 	} else if f.chunkSizes != "" || len(f.headers) > 0 {

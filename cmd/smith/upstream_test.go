@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,6 +55,36 @@ func TestUpstreamFlagErrors(t *testing.T) {
 		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(string) string { return "" }}
 		if code := run(append(args, "--workspace", t.TempDir()), s); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, out.String())
+		}
+	}
+}
+
+// TestUpstreamStartErrorsSayWhatToDo: a --replay file that cannot be
+// read, and an address smith cannot listen on, are named with the way
+// out, without Go's "open FILE:" or "listen tcp ADDR: bind:" wording.
+func TestUpstreamStartErrorsSayWhatToDo(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--replay", "missing.sse"}, ExitUsage,
+			"smith: cannot read --replay missing.sse: no such file or directory (give a recorded SSE response body, as smith replay takes)\n"},
+		{[]string{"--replay", "."}, ExitUsage,
+			"smith: cannot read --replay .: is a directory (give a recorded SSE response body, as smith replay takes)\n"},
+		{[]string{"--addr", addr}, ExitFailure,
+			"smith: cannot listen on " + addr + ": address already in use; give --addr a free local address (127.0.0.1:0 picks a free port)\n"},
+	} {
+		var out bytes.Buffer
+		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(string) string { return "" }}
+		if code := run(append([]string{"upstream", "--workspace", t.TempDir()}, tt.args...), s); code != tt.code || out.String() != tt.want {
+			t.Errorf("smith upstream %v: exit %d, said\n%s\nwant exit %d, saying\n%s", tt.args, code, out.String(), tt.code, tt.want)
 		}
 	}
 }

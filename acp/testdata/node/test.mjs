@@ -411,7 +411,8 @@ test("a failed multi-file write takes back only what smith wrote; a file changed
   assert.equal(readFileSync(join(up.ws, "c.txt"), "utf8"), "C1\nc2\n");
   const said = a.text();
   assert.match(said, /^\/undo failed: .*c\.txt: the client answered: .*the disk is full/);
-  assert.ok(said.includes(`${join(up.ws, "b.txt")} changed since smith wrote it; left as it is`), said);
-  assert.ok(said.includes(`${join(up.ws, "gone.txt")} was removed (smith had created it)`), said);
+  assert.ok(said.includes("b.txt changed since smith wrote it; left as it is"), said);
+  assert.ok(said.includes("gone.txt was removed (smith had created it)"), said);
+  assert.ok(!said.includes(up.ws), `the answer names a file by its absolute path: ${said}`);
   await a.close();
 });
