@@ -37,9 +37,11 @@ type fileWrite struct {
 	before     blobRef // where the journal keeps tg's text (addUndo)
 	staged     bool    // before is staged already (stageBefore)
 	via        string  // "editor" | "disk", set by writeBatch
-	// mode is the permission bits to create the file with on disk (0:
-	// diffapply.NewFileMode): the target of a rename, the undo of a
-	// deletion (undoRecord.Mode).
+	// mode is the permission bits the write gives the file (0: a file
+	// keeps its bits, one created gets diffapply.NewFileMode): a change
+	// that sets a mode (protocol.Change.Mode), the target of a rename,
+	// the undo of a deletion or of a mode change (undoRecord.Mode). A
+	// file an editor writes gets it on disk (setModes).
 	mode fs.FileMode
 	// nextFrom gives next when it is not held (next nil, nextHash set):
 	// the undo of a large file on disk, whose text before the disk
@@ -153,10 +155,17 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		}
 		done = append(done, editorPart{ed, byEd[ed]})
 	}
+	// The modes of the files the editors wrote, on disk: before the disk
+	// commit, which then fails the batch with them set back.
+	unsetModes, err := setModes(ws)
+	if err != nil {
+		return fail(err)
+	}
 	if len(disk) == 0 {
 		return nil
 	}
 	if err := e.ws.fs.Commit(ctx, disk, e.store.txnDir()); err != nil {
+		unsetModes()
 		if je := (journalError{}); errors.As(err, &je) {
 			if u := (*undoDataErr)(nil); len(done) > 0 && errors.As(je.err, &u) {
 				u.edited = true
@@ -174,6 +183,48 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		return fail(fmt.Errorf("write %s: %w", diskPaths(disk), err))
 	}
 	return nil
+}
+
+// setModes gives the files of ws that an editor wrote (via "editor") the
+// permission bits their writes set (fileWrite.mode): an editor changes a
+// buffer's text, never its file's mode, so smith sets the mode of the
+// file on disk, which the editor's save keeps. unset gives them their
+// bits before again, for a batch that fails after. A file that is not on
+// disk (a buffer never saved) cannot take a mode: the batch is refused,
+// saying what to do, and nothing of it is left set.
+func setModes(ws []*fileWrite) (unset func(), err error) {
+	type set struct {
+		abs string
+		old fs.FileMode
+	}
+	var done []set
+	unset = func() {
+		for _, s := range slices.Backward(done) {
+			os.Chmod(s.abs, s.old) // best effort: the file was chmodded just before
+		}
+	}
+	for _, w := range ws {
+		if w.via != "editor" || w.mode == 0 || !w.nextExists {
+			continue
+		}
+		fi, err := os.Lstat(w.abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			err = errors.New("it is open in an editor but not on disk")
+		case err == nil && !fi.Mode().IsRegular():
+			err = errors.New("it is not a regular file on disk")
+		case err == nil && fi.Mode().Perm() == w.mode:
+			continue
+		case err == nil:
+			err = os.Chmod(w.abs, w.mode)
+		}
+		if err != nil {
+			unset()
+			return nil, fmt.Errorf("%w: %s cannot be given mode %o: %v; save it to disk and apply again", ErrConflict, w.rel, w.mode, err)
+		}
+		done = append(done, set{w.abs, fi.Mode().Perm()})
+	}
+	return unset, nil
 }
 
 // commitError is the error of a disk commit that wrote nothing.
@@ -408,7 +459,11 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	}
 	st := &applyStep{c: c, path: snap.Path, ids: ids}
 	if fp == nil || !fp.rename { // a kept plan is never a rename's
-		st.ws = []*fileWrite{{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}}
+		w := &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
+		if nextExists {
+			w.mode = snap.Src.Mode // a mode change, a file created executable
+		}
+		st.ws = []*fileWrite{w}
 		return st, nil
 	}
 	// A rename writes the target (which must not exist: the disk commit
@@ -420,10 +475,15 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	if dst.exists {
 		return nil, fmt.Errorf("%w: %s already exists; renaming %s would overwrite it", ErrConflict, snap.Path, snap.OldPath)
 	}
+	// The renamed file keeps its mode, as git apply keeps it, unless the
+	// change sets one (an editor that holds the source open writes the
+	// target itself).
+	mode := snap.Src.Mode
+	if mode == 0 {
+		mode = diskMode(snap.OldAbs)
+	}
 	st.ws = []*fileWrite{
-		// The renamed file keeps its mode, as git apply keeps it (an
-		// editor that holds the source open writes the target itself).
-		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true, mode: diskMode(snap.OldAbs)},
+		{abs: snap.Abs, rel: snap.Path, tg: dst, next: next, nextExists: true, mode: mode},
 		{abs: snap.OldAbs, rel: snap.OldPath, tg: tg, next: nil, nextExists: false},
 	}
 	return st, nil

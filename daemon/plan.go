@@ -104,6 +104,13 @@ func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePla
 			return &filePlan{del: true, noop: true}, nil
 		}
 		return &filePlan{del: true}, nil
+	case c.Src.Mode != 0 && c.Kind == protocol.ChangeModify:
+		// A mode change without a diff (git's "old mode"/"new mode"
+		// alone): the text stays, the write gives it the mode.
+		if !exists {
+			return nil, fmt.Errorf("%s does not exist", c.Path)
+		}
+		return &filePlan{same: text}, nil
 	}
 	return nil, errors.New("the change carries neither a diff nor the new content")
 }

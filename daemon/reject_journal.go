@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 )
@@ -194,6 +196,10 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
 		}
 		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
+		if snap.Src.Mode != 0 && nextExists && len(written) == appliedHunks(snap.Hunks) {
+			// Nothing of the change stays written: nor does the mode it set.
+			w.mode = e.modeBefore(c)
+		}
 		if rec, err = e.beginUndo(c, "reject", w, 0, ids); err != nil {
 			return nil, err
 		}
@@ -215,6 +221,31 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 		return e.announce(changeID), nil
 	}
 	return e.announce(changeID, w), nil
+}
+
+// appliedHunks counts the hunks written (applied, appliedUpstream).
+func appliedHunks(hs []Hunk) int {
+	n := 0
+	for _, h := range hs {
+		if h.Status == StatusApplied || h.Status == StatusAppliedUpstream {
+			n++
+		}
+	}
+	return n
+}
+
+// modeBefore is the permission bits c's file had before smith first set
+// its mode (the undo record of c's first apply: undoRecord.Mode), 0 when
+// it has none to give back.
+func (e *Engine) modeBefore(c *changeRecord) fs.FileMode {
+	e.cs.mu.Lock()
+	defer e.cs.mu.Unlock()
+	for _, r := range e.cs.st.Undo {
+		if r.ChangeID == c.ID && r.Action == "apply" && r.State != undoFailed {
+			return r.Mode
+		}
+	}
+	return 0
 }
 
 // beginUndo journals a write before it happens: the bytes before go to the
@@ -289,8 +320,15 @@ func (e *Engine) addUndo(c *changeRecord, action string, w *fileWrite, group int
 		Before: before, After: after, State: undoPending, Prev: prev, PrevStat: c.Status, Group: group,
 		Hunks: hunks,
 	}
-	if w.tg.exists && !w.nextExists && !w.tg.open {
+	switch {
+	case w.tg.exists && !w.nextExists && !w.tg.open:
 		r.Mode = diskMode(w.abs) // a deletion on disk: its undo gives the file its mode again
+	case w.tg.exists && w.nextExists && w.mode != 0:
+		// A write that sets the mode of a file that exists: its undo
+		// gives the file its bits before again, 0644 included.
+		if fi, err := os.Lstat(w.abs); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != w.mode {
+			r.Mode = fi.Mode().Perm()
+		}
 	}
 	e.cs.st.NextUndo++
 	e.cs.st.Undo = append(e.cs.st.Undo, r)

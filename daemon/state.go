@@ -484,10 +484,13 @@ type undoRecord struct {
 	// status from a write that happened.
 	Hunks    []string `json:"hunks,omitempty"`
 	PrevStat string   `json:"prevStatus"` // change status before the write
-	// Mode is the permission bits of a file the write deleted, when they
-	// are not the ones smith creates a file with (diffapply.NewFileMode;
-	// 0 otherwise): its undo writes the file back with them (the blobs
-	// keep contents only).
+	// Mode is the permission bits the undo gives the file back (the
+	// blobs keep contents only); 0 when it need give none. A file the
+	// write deleted has them when they are not the ones smith creates a
+	// file with (diffapply.NewFileMode); a file whose mode the write
+	// changed (protocol.Change.Mode) has its bits before, whatever they
+	// are. A record saved before mode changes were journalled has none
+	// for them: it is read as one that needs none.
 	Mode fs.FileMode `json:"mode,omitempty"`
 
 	// prevJSON is Prev encoded (appendStringMap), kept from the first

@@ -187,6 +187,10 @@ func appendProtocolChange(b []byte, c *protocol.Change) []byte {
 	if c.HasContent {
 		b = append(b, `,"hasContent":true`...)
 	}
+	if c.Mode != 0 {
+		b = append(b, `,"mode":`...)
+		b = strconv.AppendUint(b, uint64(c.Mode), 10)
+	}
 	if c.AppliedUpstream {
 		b = append(b, `,"appliedUpstream":true`...)
 	}

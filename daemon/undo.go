@@ -29,8 +29,10 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare spareFile) (*fileWrite,
 		return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
 	}
 	w := &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, nextExists: r.Before.Exists}
-	if !tg.exists && r.Before.Exists {
-		w.mode = r.Mode // a file smith deleted comes back with its mode
+	if r.Before.Exists {
+		// A file smith deleted comes back with its mode, a file whose
+		// mode smith changed gets its bits before again (0: it keeps them).
+		w.mode = r.Mode
 	}
 	if tg.open || (len(tg.text) < e.holdBelow && r.Before.Len < int64(e.holdBelow)) {
 		if w.next, err = e.store.getBlob(r.Before); err != nil {

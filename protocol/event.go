@@ -8,7 +8,10 @@
 // content, but applying it is the daemon's business.
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"io/fs"
+)
 
 // Kind names a normalized event. The string values are part of smith's
 // public protocol (docs/protocol.md, docs/cli.md) and must not change.
@@ -125,17 +128,22 @@ const (
 // daemon resolves and confines it. AppliedUpstream is true when the server
 // has already written the change itself (AgentSmithy v1/v2 file_edit).
 type Change struct {
-	Path            string     `json:"path"`
-	OldPath         string     `json:"oldPath,omitempty"`
-	Kind            ChangeKind `json:"kind"`
-	Diff            string     `json:"diff,omitempty"`
-	Content         string     `json:"content,omitempty"`
-	HasContent      bool       `json:"hasContent,omitempty"`
-	AppliedUpstream bool       `json:"appliedUpstream,omitempty"`
-	Reason          string     `json:"reason,omitempty"`
-	LineStart       *int       `json:"lineStart,omitempty"`
-	LineEnd         *int       `json:"lineEnd,omitempty"`
-	Checkpoint      string     `json:"checkpoint,omitempty"`
+	Path       string     `json:"path"`
+	OldPath    string     `json:"oldPath,omitempty"`
+	Kind       ChangeKind `json:"kind"`
+	Diff       string     `json:"diff,omitempty"`
+	Content    string     `json:"content,omitempty"`
+	HasContent bool       `json:"hasContent,omitempty"`
+	// Mode is the permission bits the change gives its file (a git
+	// diff's "new mode" or "new file mode" other than 100644: an
+	// executable), 0 when it sets none: the file keeps its bits, a new
+	// one gets 0644. A change may set a mode and nothing else.
+	Mode            fs.FileMode `json:"mode,omitempty"`
+	AppliedUpstream bool        `json:"appliedUpstream,omitempty"`
+	Reason          string      `json:"reason,omitempty"`
+	LineStart       *int        `json:"lineStart,omitempty"`
+	LineEnd         *int        `json:"lineEnd,omitempty"`
+	Checkpoint      string      `json:"checkpoint,omitempty"`
 	// Source names the wire shape it came from: "diff", "file_edit",
 	// "tool_result", "tool_call".
 	Source string `json:"source,omitempty"`

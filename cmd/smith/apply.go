@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"iter"
 	"os"
 	"path"
@@ -379,8 +378,7 @@ func (l *memLimit) grow(f *diffapply.File, kept bool) {
 // (the one a smith serve holds, or one opened here), as one group of
 // changes, so that smith undo takes the patch back and smith changes lists
 // it. It reports false, writing nothing, when the patch has what the
-// engine does not write (a copy, a mode change) or the engine cannot be
-// opened: the patch is then written directly, as before, and not
+// engine does not write (a copy) or the engine cannot be opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
 //
 // diffOf gives a file's as-applied diff of the chosen hunks (asAppliedDiff):
@@ -416,8 +414,15 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			return false, nil
 		}
 		size, text := d.size, d.text
+		if f.SetsMode() && f.Op != diffapply.OpDelete {
+			ch.Mode = f.Mode // the engine sets it, and its undo the mode before
+		}
 		if size == 0 && f.Op == diffapply.OpModify {
-			continue // its hunks change nothing: nothing to write or undo
+			if ch.Mode == 0 {
+				continue // its hunks change nothing: nothing to write or undo
+			}
+			// A mode change alone: a change without a diff.
+			text = func() (string, *diffapply.File, error) { return "", nil, nil }
 		}
 		switch f.Op {
 		case diffapply.OpCreate:
@@ -470,28 +475,17 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 
 // notJournalled says what f is, and why smith undo cannot take it back,
 // when the engine does not write it, so that its patch is written without
-// the engine (applyJournalled): a copy, or a file whose permission bits
-// the patch sets (a mode change, a file created executable); "" when the
-// engine writes it. A file git creates as a regular file ("new file mode
-// 100644") is not one: the engine creates it with those bits.
+// the engine (applyJournalled): a copy; "" when the engine writes it. A
+// file whose permission bits the patch sets (a mode change, a file
+// created executable) is not one: the change carries the mode
+// (protocol.Change.Mode), the engine sets it and its undo sets the bits
+// before again.
 func notJournalled(f *diffapply.File) string {
-	const noModes = " (smith undo does not record the modes a patch sets)"
-	switch {
-	case f.Op == diffapply.OpCopy:
+	if f.Op == diffapply.OpCopy {
 		return "is a copy (smith undo restores content only)"
-	case !f.SetsMode():
-		return ""
-	case f.Op == diffapply.OpCreate:
-		return "is a new file with mode " + gitMode(f.Mode) + noModes
-	case f.OldMode != 0 && f.OldMode != f.Mode:
-		return "changes its mode from " + gitMode(f.OldMode) + " to " + gitMode(f.Mode) + noModes
 	}
-	return "sets its mode to " + gitMode(f.Mode) + noModes
+	return ""
 }
-
-// gitMode writes a regular file's permission bits as git's diffs do
-// (100755): smith apply applies no other kind of file.
-func gitMode(perm fs.FileMode) string { return fmt.Sprintf("%06o", 0o100000|uint32(perm)) }
 
 // asAppliedDiff is a file's as-applied diff as smith apply hands it to the
 // engine: its size, and its text and plan (nil: none;

@@ -139,7 +139,7 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
 		if notJournalled(f) != "" {
-			// The engine does not write a copy or a mode change:
+			// The engine does not write a copy:
 			// applyJournalled writes such a patch without it, before it
 			// asks for the diff of this file or of any after it.
 			direct = true

@@ -467,17 +467,19 @@ func TestApplyWritesItsPlanWhenNoDiffCarriesIt(t *testing.T) {
 }
 
 // TestStreamedApplyWritesWhatItPlanned: a patch the engine does not write
-// (here a file git creates executable, with its mode) is written from the writes its
+// (one with a copy) is written from the writes its
 // streamed plan kept, not planned again from the diff, which is not read
 // again (its reader fails here); the files hold what Plan gives. A patch
 // of spoolDiffsFrom bytes or more keeps no writes (it is planned again).
 func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range map[string]string{"a.txt": "one\ntwo\nthree\n", "b.txt": "bee\n"} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n" +
-		"diff --git a/new.txt b/new.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
+		"diff --git a/b.txt b/c.txt\nsimilarity index 100%\ncopy from b.txt\ncopy to c.txt\n"
 	want, err := diffapply.Plan(root, []byte(diff), diffapply.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -490,8 +492,8 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 	if !sa.keepWrites || len(sa.kept) != 2 {
 		t.Fatalf("kept %d writes (keeping: %v), want 2", len(sa.kept), sa.keepWrites)
 	}
-	// The as-applied diff of a.txt was made before new.txt told that
-	// the engine will not write the patch; none is made for new.txt.
+	// The as-applied diff of a.txt was made before c.txt told that
+	// the engine will not write the patch; none is made for c.txt.
 	if len(sa.diffs) != 1 {
 		t.Errorf("%d as-applied diffs made, want 1 (a.txt's)", len(sa.diffs))
 	}
@@ -505,10 +507,10 @@ func TestStreamedApplyWritesWhatItPlanned(t *testing.T) {
 			t.Errorf("%s: %q (%v), want %q", f.Path, got, err, f.After)
 		}
 	}
-	// The other way round: once new.txt is met, no as-applied diff is
+	// The other way round: once c2.txt is met, no as-applied diff is
 	// made for the files after it either.
-	first := "diff --git a/new2.txt b/new2.txt\nnew file mode 100755\n--- /dev/null\n+++ b/new2.txt\n@@ -0,0 +1 @@\n+x\n" +
-		"--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n"
+	first := "diff --git a/b.txt b/c2.txt\nsimilarity index 100%\ncopy from b.txt\ncopy to c2.txt\n" +
+		"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n"
 	sa2, err := planStreamed(root, &patchText{name: "p", data: []byte(first)}, diffapply.Options{}, nil, diffsInMemory, nil)
 	if err != nil {
 		t.Fatal(err)
