@@ -311,7 +311,10 @@ func (e *Engine) onChange(t *turn, src protocol.Change, out func(protocol.Event)
 	c, violation := e.recordChange(t.peer, t.dialog, t.id, src, nil, false, nil)
 	t.result.Changes = append(t.result.Changes, c.ID)
 	if violation != "" {
-		e.log.Warn("refused a change outside the workspace", "change", c.ID, "path", src.Path, "turn", t.id)
+		// Info, not a warning: the violation event below tells every
+		// front (a terminal's smith chat prints it, where a warning of
+		// the log would say it a second time, in log syntax).
+		e.log.Info("refused a change to a path smith may not write", "change", c.ID, "path", src.Path, "turn", t.id)
 		out(protocol.Event{Type: protocol.KindViolation, Violation: &protocol.Violation{
 			Kind: "outsideWorkspace", Message: violation, EventIndex: -1,
 		}})

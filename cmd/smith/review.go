@@ -27,9 +27,12 @@ func (cs *chatSession) reviewChanges(ctx context.Context, changes []daemon.Chang
 	var left []daemon.Change // left pending: the change a quit stopped at and those after it
 	for i, c := range changes {
 		if c.Status == daemon.StatusConflict || c.Status == daemon.StatusRejected {
-			conflicts = append(conflicts, fmt.Sprintf("%s (%s): %s", c.Path, c.ID, c.Reason))
+			// The engine's reason often starts with the file, which
+			// these lines name already.
+			why := strings.TrimPrefix(c.Reason, c.Path+": ")
+			conflicts = append(conflicts, fmt.Sprintf("%s (%s): %s", c.Path, c.ID, why))
 			if !quiet {
-				fmt.Fprintf(s.Err, "%s %s %s: %s\n", style(s.ColorErr(), ansiRed, c.Status+":"), c.ID, c.Path, c.Reason)
+				fmt.Fprintf(s.Err, "%s %s %s: %s\n", style(s.ColorErr(), ansiRed, c.Status+":"), c.ID, c.Path, why)
 			}
 			continue
 		}
