@@ -467,3 +467,49 @@ func BenchmarkTerminalChanges(b *testing.B) {
 		})
 	}
 }
+
+// TestChatBesideServe: a chat that runs through a smith
+// serve uses the serve's settings. An --upstream that differs from the
+// serve's is named as not used (it was ignored silently), and a serve
+// that cannot reach its upstream gets advice about the serve, not about
+// this command's --upstream.
+func TestChatBesideServe(t *testing.T) {
+	t.Run("other", func(t *testing.T) {
+		a := newAttachEnv(t, upstream.Options{})
+		a.serve()
+		cmd := exec.Command(a.smith, "chat", "--yes", "--state-dir", a.state, "--upstream", "http://127.0.0.1:9", renameMsg)
+		cmd.Dir, cmd.Env = a.ws, a.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("smith chat through the serve: %v\n%s", err, out)
+		}
+		want := "smith: note: not used: --upstream http://127.0.0.1:9 (it uses " + a.upstream + "): this chat runs through the smith serve that holds this workspace (" + a.socket() + "), with its settings; stop it to chat with yours\n"
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the chat does not say that --upstream is not used:\n%s\nwant the line:\n%s", out, want)
+		}
+		if got := a.calc(); got != calcWant {
+			t.Errorf("calc.go after the chat through the serve:\n%s", got)
+		}
+		// The serve's own upstream, given again: nothing to say.
+		_, errs := a.mustRun("dialogs")
+		if strings.Contains(errs, "not used") {
+			t.Errorf("smith dialogs with the serve's --upstream says a flag is not used:\n%s", errs)
+		}
+	})
+	t.Run("down", func(t *testing.T) {
+		a := newAttachEnv(t, upstream.Options{})
+		a.upstream = "http://127.0.0.1:9"
+		a.serve()
+		_, errs, code := a.run("chat", renameMsg)
+		if code != ExitUnreachable {
+			t.Errorf("exit %d, want %d\n%s", code, ExitUnreachable, errs)
+		}
+		want := "smith: the smith serve that holds this workspace (" + a.socket() + ") cannot reach its upstream: start that chat server, or restart smith serve with the right --upstream"
+		if !strings.Contains(errs, want) {
+			t.Errorf("no advice about the serve:\n%s\nwant:\n%s", errs, want)
+		}
+		if strings.Contains(errs, "name a running one with --upstream URL") {
+			t.Errorf("advice about this command's --upstream, which the serve does not use:\n%s", errs)
+		}
+	})
+}

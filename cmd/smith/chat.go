@@ -126,6 +126,9 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 			return err
 		}
 	}
+	if note := ignoredFlags(ctx, eng, set); note != "" {
+		fmt.Fprintln(s.Err, "smith: note:", note)
+	}
 	if lb, ok := eng.(*localBackend); ok {
 		// Nothing of it belongs in the user's terminal.
 		lb.serveOthers(ctx, slog.New(slog.DiscardHandler))
@@ -250,6 +253,8 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 		// The turn's error line already said it; the exit status still
 		// does, and what to do about it is said once.
 		if hint := advice(err); hint != "" {
+			fmt.Fprintln(s.Err, "smith:", hint)
+		} else if hint := cs.attachedAdvice(err); hint != "" {
 			fmt.Fprintln(s.Err, "smith:", hint)
 		} else if hint := cs.dialectAdvice(err); hint != "" {
 			fmt.Fprintln(s.Err, "smith:", hint)
@@ -385,6 +390,54 @@ func upstreamExit(err error) error {
 		}
 	}
 	return &ExitError{Code: exitCodeOf(err), Err: err}
+}
+
+// attachedAdvice is what to do when the smith serve this chat runs
+// through cannot reach its upstream: the serve's settings apply, not this
+// command's, so the way out is on the serve's side. (A server of another
+// workspace says what to do itself.)
+func (cs *chatSession) attachedAdvice(err error) string {
+	sock := cs.eng.Attached()
+	if sock == "" || !errors.Is(err, daemon.ErrUpstreamUnreachable) || strings.Contains(err.Error(), "--upstream") {
+		return ""
+	}
+	return "the smith serve that holds this workspace (" + sock + ") cannot reach its upstream: start that chat server, or restart smith serve with the right --upstream (its editor's smith settings, or upstream in .smith.toml)"
+}
+
+// ignoredFlags says which of --upstream and --dialect a chat through a
+// running smith serve does not use (the serve's settings apply) when they
+// differ from the serve's; "" when none does, or the chat is not attached.
+func ignoredFlags(ctx context.Context, eng backend, set *config.Settings) string {
+	sock := eng.Attached()
+	if sock == "" {
+		return ""
+	}
+	var ignored []string
+	var st *daemon.Status
+	for _, key := range []string{"upstream", "dialect"} {
+		v, _ := set.Lookup(key)
+		if v.Source != config.SourceFlag {
+			continue
+		}
+		if st == nil {
+			got, err := eng.Status(ctx)
+			if err != nil {
+				return ""
+			}
+			st = &got
+		}
+		theirs := st.Upstream
+		if key == "dialect" {
+			theirs = st.Dialect
+		}
+		if strings.TrimSuffix(v.Value, "/") != strings.TrimSuffix(theirs, "/") {
+			ignored = append(ignored, fmt.Sprintf("%s %s (it uses %s)", v.Origin, v.Value, theirs))
+		}
+	}
+	if len(ignored) == 0 {
+		return ""
+	}
+	return "not used: " + strings.Join(ignored, ", ") + ": this chat runs through the smith serve that holds this workspace (" + sock + "), with its settings; stop it to chat with yours"
 }
 
 // dialectAdvice is what to do when the upstream refused the request of a
