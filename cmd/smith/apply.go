@@ -410,6 +410,12 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		if f.SetsMode() && f.Op != diffapply.OpDelete {
 			ch.Mode = f.Mode // the engine sets it, and its undo the mode before
 		}
+		if size == 0 && f.Op == diffapply.OpCreate {
+			// An empty file created (git's "new file mode" without
+			// hunks): a change of empty content, as no diff can say it.
+			ch.HasContent = true
+			text = func() (string, *diffapply.File, error) { return "", nil, nil }
+		}
 		if size == 0 && f.Op == diffapply.OpModify {
 			if ch.Mode == 0 {
 				continue // its hunks change nothing: nothing to write or undo
