@@ -231,6 +231,19 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 	if known {
 		path = c.Path
 	}
+	// The change the upstream wrote last: undoing "the most recent
+	// change" after a turn of a server that writes files itself finds
+	// no write of smith's, though the user sees the server's; the
+	// refusal then says where to go instead.
+	var serverWrote string
+	if changeID == "" {
+		for _, c := range slices.Backward(cs.st.Changes) {
+			if c.Status == StatusAppliedUpstream || slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) {
+				serverWrote = fmt.Sprintf("; the upstream wrote %s (%s) itself: undoing %s says what can be done instead", c.ID, c.Path, c.ID)
+				break
+			}
+		}
+	}
 	cs.mu.Unlock()
 	switch {
 	case len(recs) > 0:
@@ -246,9 +259,9 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 	case changeID != "":
 		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
 	case undone:
-		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already", ErrInvalidState)
+		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already%s", ErrInvalidState, serverWrote)
 	}
-	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace", ErrInvalidState)
+	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace%s", ErrInvalidState, serverWrote)
 }
 
 // undone records that an Undo restored the bytes from before recs (after[i]

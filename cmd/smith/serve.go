@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -146,6 +148,20 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return usageErrorf("--listen %q: use unix:PATH", o.listen)
 	}
 	ln, err := listenUnix(path)
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
+		// Said without Go's "listen unix PATH: bind:" wording, with the
+		// way out.
+		why := oe.Err
+		if se := (*os.SyscallError)(nil); errors.As(why, &se) {
+			why = se.Err
+		}
+		fix := "give --listen a socket path in a folder that exists and that you can write"
+		if errors.Is(why, syscall.EINVAL) && len(path) > maxSocketPath {
+			why = fmt.Errorf("the path is %d bytes long, too long for a Unix socket (about 100 at most)", len(path))
+			fix = "give --listen a shorter path"
+		}
+		err = fmt.Errorf("cannot listen on unix:%s: %v; %s", path, why, fix)
+	}
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
@@ -155,6 +171,11 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 	}
 	return nil
 }
+
+// maxSocketPath is the longest path a Unix socket may have everywhere
+// (sun_path holds 108 bytes on Linux, 104 on the BSDs and macOS, with
+// its final NUL): an EINVAL beyond it is the length.
+const maxSocketPath = 103
 
 // resolver builds the engine configuration of a connection from, highest
 // first: the flags, the editor's initializationOptions, and config.Load's
