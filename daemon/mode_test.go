@@ -242,3 +242,30 @@ func TestRejectOfAChangeThatSetAModeTakesItBack(t *testing.T) {
 	}
 	assertTexts(t, f, "after the undo of the reject", map[string]string{"a.txt": "a\nb\n"})
 }
+
+// TestEmptyFileCreatedAndUndone: a change that creates an empty file (its
+// content "", which no diff can say: git's "new file mode" without a
+// hunk) creates it, with its mode when it has one, and its undo removes
+// it.
+func TestEmptyFileCreatedAndUndone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{protocol: "v0", files: map[string]string{"a.txt": "a\n"}, mutate: func(c *Config) { c.NoWatch = true }})
+	if _, err := f.e.ApplyPatch(context.Background(), "", []protocol.Change{
+		{Path: "empty.txt", Kind: protocol.ChangeCreate, HasContent: true},
+		{Path: "empty.sh", Kind: protocol.ChangeCreate, HasContent: true, Mode: 0o755},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]fs.FileMode{"empty.txt": 0o644, "empty.sh": 0o755}, f.modes("empty.txt", "empty.sh")); diff != "" {
+		t.Errorf("the empty files created (-want +got):\n%s", diff)
+	}
+	if got := f.read("empty.txt") + f.read("empty.sh"); got != "" {
+		t.Errorf("the files created hold %q, want nothing", got)
+	}
+	if _, err := f.e.Undo(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.modes("empty.txt", "empty.sh"); len(got) != 0 {
+		t.Errorf("files left after the undo: %v", got)
+	}
+}

@@ -98,6 +98,9 @@ func (e *Engine) planChange(c *changeRecord, text []byte, exists bool) (*filePla
 		if exists && string(text) == *c.Content {
 			return &filePlan{noop: true, same: text}, nil
 		}
+		if !exists && *c.Content == "" {
+			return &filePlan{same: []byte{}}, nil // an empty file created
+		}
 		return nil, fmt.Errorf("%s changed since the change was planned", c.Path)
 	case c.Kind == protocol.ChangeDelete:
 		if !exists {

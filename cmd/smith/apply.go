@@ -243,6 +243,14 @@ func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) er
 		res.Result = "preview"
 	case writes:
 		diffOf := func(f *diffapply.File) asAppliedDiff {
+			if f.Op == diffapply.OpCopy {
+				var content []byte
+				if ws, _, err := f.Writes(ids); err == nil && len(ws) == 1 {
+					content = ws[0].Content
+				}
+				d, ok := copyDiff(root, f.Path, content)
+				return asAppliedDiff{size: int64(len(d)), unfaithful: !ok, text: func() (string, *diffapply.File, error) { return d, nil, nil }}
+			}
 			d, plan, ok := f.AppliedPlan(ids, true)
 			return asAppliedDiff{size: int64(len(d)), unfaithful: !ok, text: func() (string, *diffapply.File, error) { return d, plan, nil }}
 		}
@@ -377,8 +385,8 @@ func (l *memLimit) grow(f *diffapply.File, kept bool) {
 // applyJournalled applies the planned files through the workspace's engine
 // (the one a smith serve holds, or one opened here), as one group of
 // changes, so that smith undo takes the patch back and smith changes lists
-// it. It reports false, writing nothing, when the patch has what the
-// engine does not write (a copy) or the engine cannot be opened: the patch is then written directly, as before, and not
+// it. It reports false, writing nothing, when the engine cannot be
+// opened: the patch is then written directly, as before, and not
 // journalled for smith undo (a warning says why).
 //
 // diffOf gives a file's as-applied diff of the chosen hunks (asAppliedDiff):
@@ -396,10 +404,6 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	var chs []protocol.Change
 	var texts []func() (string, *diffapply.File, error) // each change's diff and plan
 	for _, f := range p.Files {
-		if why := notJournalled(f); why != "" {
-			fmt.Fprintf(s.Err, "smith undo will not cover this apply: %s %s; use smith apply -R to take it back\n", f.Path, why)
-			return false, nil
-		}
 		if !selectsFile(f, ids) {
 			continue
 		}
@@ -416,6 +420,18 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 		size, text := d.size, d.text
 		if f.SetsMode() && f.Op != diffapply.OpDelete {
 			ch.Mode = f.Mode // the engine sets it, and its undo the mode before
+		}
+		if f.Op == diffapply.OpCopy {
+			// The creation of its target, with the source's mode unless
+			// the patch gives one (as a direct write gives it).
+			ch.Kind, ch.Mode = protocol.ChangeCreate, copyMode(root, f)
+		}
+		if size == 0 && (f.Op == diffapply.OpCreate || f.Op == diffapply.OpCopy) {
+			// An empty file created (git's "new file mode" without
+			// hunks, a copy of an empty file): a change of empty
+			// content, as no diff can say it.
+			ch.HasContent = true
+			text = func() (string, *diffapply.File, error) { return "", nil, nil }
 		}
 		if size == 0 && f.Op == diffapply.OpModify {
 			if ch.Mode == 0 {
@@ -471,20 +487,6 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	}
 	_, err = b.ApplyPatch(ctx, "", chs)
 	return true, err
-}
-
-// notJournalled says what f is, and why smith undo cannot take it back,
-// when the engine does not write it, so that its patch is written without
-// the engine (applyJournalled): a copy; "" when the engine writes it. A
-// file whose permission bits the patch sets (a mode change, a file
-// created executable) is not one: the change carries the mode
-// (protocol.Change.Mode), the engine sets it and its undo sets the bits
-// before again.
-func notJournalled(f *diffapply.File) string {
-	if f.Op == diffapply.OpCopy {
-		return "is a copy (smith undo restores content only)"
-	}
-	return ""
 }
 
 // asAppliedDiff is a file's as-applied diff as smith apply hands it to the

@@ -114,7 +114,6 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 	var bad []*diffapply.Hunk
 	var plannedBytes int64 // the texts of the plans kept
 	var firstErr error
-	direct := false // a file the engine does not write was met
 	yield := func(f *diffapply.File) error {
 		ws, conflicts, err := f.Writes(ids)
 		d := describe(f)
@@ -138,14 +137,26 @@ func planStreamed(root string, pt *patchText, opts diffapply.Options, ids []int,
 			bad = append(bad, d.Hunks[h.Index-1])
 		}
 		lim.grow(f, withDiffs && selectsFile(f, ids))
-		if notJournalled(f) != "" {
-			// The engine does not write a copy:
-			// applyJournalled writes such a patch without it, before it
-			// asks for the diff of this file or of any after it.
-			direct = true
-		}
 		switch {
-		case !withDiffs || !selectsFile(f, ids) || direct:
+		case !withDiffs || !selectsFile(f, ids):
+		case f.Op == diffapply.OpCopy:
+			// The creation of its target (copyDiff), from the text its
+			// write gives it: a copy writes one file.
+			var content []byte
+			for _, w := range ws {
+				content = w.Content
+			}
+			diff, ok := copyDiff(root, f.Path, content)
+			if !ok {
+				sa.unfaithful[d] = true
+			}
+			if sa.spool == nil {
+				sa.diffs[d] = diff
+			} else if r, err := sa.spool.Put([]byte(diff)); err != nil {
+				sa.diffs[d] = diff
+			} else {
+				sa.spooled[d] = r
+			}
 		case sa.spool != nil:
 			// go-udiff's diff, as the engine recorded before AppliedDiff:
 			// on a large file it gives up on the fine diff and records a
