@@ -513,3 +513,29 @@ func TestChatBesideServe(t *testing.T) {
 		}
 	})
 }
+
+// TestTerminalWithStateTooDeep: a state folder so deep that its attach
+// socket's path is too long for a Unix socket. serve cannot share its
+// engine, and a terminal command then failed saying that no smith serve
+// answers on the socket ("no such file or directory") and guessing at an
+// older smith; both now say the path is too long and what to do.
+func TestTerminalWithStateTooDeep(t *testing.T) {
+	a := newAttachEnv(t, upstream.Options{})
+	a.state = filepath.Join(a.state, strings.Repeat("deep", 20))
+	ed := a.serve()
+	_, errs, code := a.run("changes")
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d\n%s", code, ExitFailure, errs)
+	}
+	for _, want := range []string{"workspace state in use", "the path is", "bytes long, too long for a Unix socket", "use a shorter one (--state-dir, or XDG_STATE_HOME)"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("smith changes does not say %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "an older smith") {
+		t.Errorf("smith changes guesses at an older smith:\n%s", errs)
+	}
+	if !strings.Contains(ed.Stderr(), "too long for a Unix socket (about 100 at most): use a shorter state folder") {
+		t.Errorf("serve's warning does not say why terminals cannot attach:\n%s", ed.Stderr())
+	}
+}

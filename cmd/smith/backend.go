@@ -69,6 +69,10 @@ func openBackend(ctx context.Context, s *IOStreams, set *config.Settings) (backe
 		if b, dialErr = dialDaemon(ctx, sock, cfg.Workspace); !errors.As(dialErr, &none) {
 			return b, dialErr
 		}
+		if len(sock) > maxSocketPath {
+			// A smith serve cannot listen there either: say why.
+			return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\nno smith serve can answer on %s: the path is %d bytes long, too long for a Unix socket (about 100 at most), so terminal commands cannot share an engine in this state folder; use a shorter one (--state-dir, or XDG_STATE_HOME) for the editor's smith and this command, or stop the holder and run this command again", err, sock, len(sock))}
+		}
 		return nil, &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w\n%v, so the holder is not a smith serve that accepts terminal commands (another smith command that holds it for a moment, or an older smith): finish or stop it, then run this command again", err, dialErr)}
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/smith-dev/smith/daemon"
@@ -21,6 +22,9 @@ func attachTerminals(ctx context.Context, srv *editor.Server, eng *daemon.Engine
 	path := attachSocket(eng.StateDir())
 	ln, err := listenUnix(path)
 	if err != nil {
+		if len(path) > maxSocketPath {
+			err = fmt.Errorf("the socket path is %d bytes long, too long for a Unix socket (about 100 at most): use a shorter state folder (--state-dir, or XDG_STATE_HOME) (%w)", len(path), err)
+		}
 		log.Warn("terminal commands cannot attach to this engine; they will fail while it runs", "socket", path, "err", err)
 		return func() {}
 	}
