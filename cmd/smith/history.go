@@ -24,6 +24,14 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
   smith history --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Said before the upstream is asked: a page of 0 or fewer
+			// messages was taken for the server's default, silently.
+			if limit < 1 {
+				return usageErrorf("--limit %d: give the number of messages per page, 1 or more", limit)
+			}
+			if before < -1 || before == -1 && cmd.Flags().Changed("before") {
+				return usageErrorf("--before %d: give a message index, 0 or more (smith history prints the one to use when there are older messages)", before)
+			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				id := dialog
 				if id == "" {
@@ -51,6 +59,10 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 				if asJSON {
 					return printJSON(s, page)
 				}
+				if len(page.Events) == 0 && !page.HasMore {
+					fmt.Fprintf(s.Err, "dialog %s has no messages yet: smith chat -d %s MESSAGE sends one\n", id, id)
+					return nil
+				}
 				return printHistory(s, page)
 			})
 		},
@@ -59,7 +71,8 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVarP(&dialog, "dialog", "d", "", "dialog id (default: the current dialog)")
 	fl.IntVar(&limit, "limit", 20, "messages per page")
-	fl.IntVar(&before, "before", -1, "show the page before this message index")
+	fl.IntVar(&before, "before", -1, "show the page before this message index (smith history prints it when there are older messages)")
+	fl.Lookup("before").DefValue = "0" // -1 means "the latest page"; keep pflag from printing it
 	fl.BoolVar(&asJSON, "json", false, "print the raw page as JSON")
 	return cmd
 }
