@@ -199,6 +199,24 @@ func (cs *changeStore) newUndoGroup() int {
 	return g
 }
 
+// upstreamWroteSince is the id of the latest change recorded after
+// change id that the upstream wrote itself to rel (an AgentSmithy v1/v2
+// server's), "" when there is none: what a refused undo of id names as
+// the edit it would lose.
+func (cs *changeStore) upstreamWroteSince(rel, id string) string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range slices.Backward(cs.st.Changes) {
+		if c.ID == id {
+			return ""
+		}
+		if c.Path == rel && (c.Status == StatusAppliedUpstream || slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream })) {
+			return c.ID
+		}
+	}
+	return ""
+}
+
 // undoTargets picks the journal records an Undo takes back.
 func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 	cs.mu.Lock()
