@@ -201,11 +201,12 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	var emit func(protocol.Event)
 	var shownError string // the message of the last error event printed
 	var spin *spinner
+	var r *turnRenderer
 	if o.json {
 		enc := json.NewEncoder(s.Out)
 		emit = func(ev protocol.Event) { _ = enc.Encode(ev) }
 	} else {
-		r := &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, root: cs.root, sameTerm: s.OutTTY && s.ErrTTY}
+		r = &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, root: cs.root, sameTerm: s.OutTTY && s.ErrTTY}
 		if s.ErrTTY {
 			spin = startSpinner(s.Err, &mu, func() bool { return r.col == 0 || !s.OutTTY })
 			r.beforeStatus = spin.clear
@@ -225,6 +226,15 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	res, err := cs.eng.Chat(turnCtx, daemon.ChatRequest{DialogID: cs.dialog, Message: message}, emit)
 	if spin != nil {
 		spin.stop()
+	}
+	if r != nil {
+		mu.Lock()
+		r.flushRepeats() // a turn that ended without its turnEnd
+		broke := r.violationCount
+		mu.Unlock()
+		if broke > 0 && cs.forced != "" {
+			fmt.Fprintf(s.Err, "smith: the stream, read in the dialect %s, broke it %d time(s): check that the server speaks it ('smith status' shows what its /health says), or leave the dialect out and smith detects it\n", cs.forced, broke)
+		}
 	}
 	if res != nil && res.DialogID != "" {
 		cs.dialog = res.DialogID

@@ -48,6 +48,24 @@ type turnRenderer struct {
 	// beforeStatus is called before a line is written to errw, so that a
 	// spinner can erase itself first.
 	beforeStatus func()
+	// violations counts the contract violations by message. A stream read
+	// in a dialect it is not breaks the same rule at nearly every event:
+	// the first is shown as it comes, the repeats are counted and said in
+	// one line at the end of the turn (flushRepeats).
+	violations     map[string]int
+	violationOrder []string
+	violationCount int
+}
+
+// flushRepeats says, once, how many more times each violation shown came
+// again since it was shown.
+func (r *turnRenderer) flushRepeats() {
+	for _, msg := range r.violationOrder {
+		if n := r.violations[msg] - 1; n > 0 {
+			r.status(style(r.errCol, ansiYellow, "warning: ") + fmt.Sprintf("the upstream broke its protocol the same way %d more time(s): %s", n, msg))
+		}
+		r.violations[msg] = 1
+	}
 }
 
 func (r *turnRenderer) Event(ev protocol.Event) {
@@ -102,9 +120,18 @@ func (r *turnRenderer) Event(ev protocol.Event) {
 	case protocol.KindError:
 		r.status(style(r.errCol, ansiRed, "error: ") + errorLine(ev.Error))
 	case protocol.KindViolation:
-		r.status(style(r.errCol, ansiYellow, "warning: ") + "the upstream broke its protocol: " + ev.Violation.Message)
+		msg := ev.Violation.Message
+		if r.violations == nil {
+			r.violations = map[string]int{}
+		}
+		r.violationCount++
+		if r.violations[msg]++; r.violations[msg] == 1 {
+			r.violationOrder = append(r.violationOrder, msg)
+			r.status(style(r.errCol, ansiYellow, "warning: ") + "the upstream broke its protocol: " + msg)
+		}
 	case protocol.KindTurnEnd:
 		r.endLine()
+		r.flushRepeats()
 		r.printCitations()
 	}
 }
