@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -462,6 +463,16 @@ func (cs *chatSession) dialectAdvice(err error) string {
 	return fmt.Sprintf("the server refused the request smith made in the dialect %s: check that the server speaks it ('smith status' shows what its /health says), or leave the dialect out and smith detects it", cs.forced)
 }
 
+// httpStatus is the HTTP status of the upstream's answer err carries, 0
+// when it carries none.
+func httpStatus(err error) int {
+	var he *protocol.HTTPError
+	if errors.As(err, &he) {
+		return he.Status
+	}
+	return 0
+}
+
 // unreachableAdvice is what to do when no server answers at the upstream
 // address: the first thing a new user meets before any server runs.
 const unreachableAdvice = "start a chat server for this workspace ('smith upstream --workspace .' runs the embedded one) or name a running one with --upstream URL; 'smith config' shows where the address came from"
@@ -482,6 +493,12 @@ func advice(err error) string {
 		return "wait for one to end or cancel it"
 	case errors.Is(err, daemon.ErrNoUpstream):
 		return "set the upstream URL: --upstream, SMITH_UPSTREAM or upstream in .smith.toml"
+	case httpStatus(err) == http.StatusTooManyRequests:
+		return "the chat server is limiting requests: try again in a moment"
+	case httpStatus(err) >= 500:
+		return "the chat server failed on its side (its log says why): try again, or look at the server"
+	case errors.As(err, new(*protocol.ContentTypeError)):
+		return "something answers at that address, but not as a chat server: check the upstream URL ('smith config' shows where it came from)"
 	case errors.Is(err, protocol.ErrUnreachable) && !errors.Is(err, protocol.ErrWrongWorkspace) && !errors.As(err, new(*protocol.TLSError)):
 		// Nothing answered at all. (A server of another workspace, and
 		// a TLS failure, say what to do themselves.)
