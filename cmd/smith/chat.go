@@ -201,11 +201,17 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 	var mu sync.Mutex // serializes the renderer and the spinner
 	var emit func(protocol.Event)
 	var shownError string // the message of the last error event printed
+	var endReason string  // why the turn ended, from its turnEnd event
 	var spin *spinner
 	var r *turnRenderer
 	if o.json {
 		enc := json.NewEncoder(s.Out)
-		emit = func(ev protocol.Event) { _ = enc.Encode(ev) }
+		emit = func(ev protocol.Event) {
+			if ev.Type == protocol.KindTurnEnd && ev.TurnEnd != nil {
+				endReason = ev.TurnEnd.Reason
+			}
+			_ = enc.Encode(ev)
+		}
 	} else {
 		r = &turnRenderer{out: s.Out, errw: s.Err, color: s.ColorOut(), errCol: s.ColorErr(), hideReasoning: o.noReasoning, width: cs.width, root: cs.root, sameTerm: s.OutTTY && s.ErrTTY}
 		if s.ErrTTY {
@@ -220,6 +226,9 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 			}
 			if ev.Type == protocol.KindError && ev.Error != nil {
 				shownError = ev.Error.Message
+			}
+			if ev.Type == protocol.KindTurnEnd && ev.TurnEnd != nil {
+				endReason = ev.TurnEnd.Reason
 			}
 			r.Event(ev)
 		}
@@ -277,7 +286,10 @@ func (cs *chatSession) turn(ctx context.Context, message string) error {
 		fmt.Fprintln(s.Err, "turn cancelled; the partial answer is kept")
 		return &ExitError{Code: ExitInterrupted, Silent: true}
 	case res.Outcome != protocol.OutcomeCompleted:
-		return &ExitError{Code: ExitFailure, Err: errors.New(outcomeSentence(res.Outcome))}
+		mu.Lock()
+		why := endReason
+		mu.Unlock()
+		return &ExitError{Code: ExitFailure, Err: errors.New(outcomeSentence(res.Outcome, why))}
 	}
 	return review
 }
@@ -352,12 +364,26 @@ func (cs *chatSession) changesOf(ctx context.Context, res *daemon.ChatResult) ([
 	return out, nil
 }
 
-// outcomeSentence says how a turn that did not complete ended.
-func outcomeSentence(o protocol.Outcome) string {
+// outcomeSentence says how a turn that did not complete ended; reason is
+// its turnEnd's ("" when it gave none), which says why a stream stopped
+// (a stall, no progress, the turn limit) where that is known.
+func outcomeSentence(o protocol.Outcome, reason string) string {
 	switch o {
 	case protocol.OutcomeError:
 		return "the turn ended with an error (see the error above)"
 	case protocol.OutcomeInterrupted:
+		if reason != "" {
+			// The limits the reasons name are settings: say which.
+			switch {
+			case strings.HasSuffix(reason, "; the upstream stalled"):
+				reason += "; if the server is only slow, raise --idle-timeout (idle_timeout)"
+			case strings.HasSuffix(reason, "; the upstream made no progress"):
+				reason += "; if the server is only slow, raise --progress-timeout (progress_timeout)"
+			case strings.HasSuffix(reason, "the turn limit (turn_limit)"):
+				reason += "; raise --turn-limit for longer turns"
+			}
+			return "the turn was interrupted: " + reason + " (the partial answer is kept)"
+		}
 		return "the turn was interrupted: the stream stopped before its end (the partial answer is kept)"
 	case protocol.OutcomeCancelled:
 		return "the turn was cancelled (the partial answer is kept)"
