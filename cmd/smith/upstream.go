@@ -46,7 +46,7 @@ func newUpstreamCmd(s *IOStreams) *cobra.Command {
   smith upstream --dialect lifecycle --delay 30ms
   smith upstream --replay turn.sse --chunk-sizes 1,7,64 --header 'X-Test: 1'
   smith upstream --fault stall=3 --fault no-done
-  curl -N -H 'X-Smith-Fault: cut-mid-event' -d '{"messages":[{"role":"user","content":"hi"}]}' http://127.0.0.1:8765/api/chat`,
+  curl -N -H 'Content-Type: application/json' -H 'X-Smith-Fault: cut-mid-event' -d '{"messages":[{"role":"user","content":"hi"}]}' http://127.0.0.1:8765/api/chat`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("protocol") && f.dialect != string(protocol.DialectAgentSmithy) {

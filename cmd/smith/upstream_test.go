@@ -59,6 +59,24 @@ func TestUpstreamFlagErrors(t *testing.T) {
 	}
 }
 
+// TestHelpCurlExamplesSendJSON: the server refuses a POST body that is
+// not application/json (curl -d sends a form), so a curl example in
+// --help without that header fails as written.
+func TestHelpCurlExamplesSendJSON(t *testing.T) {
+	for _, cmd := range []string{"upstream", "replay"} {
+		var out bytes.Buffer
+		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(string) string { return "" }}
+		if code := run([]string{cmd, "--help"}, s); code != ExitOK {
+			t.Fatalf("smith %s --help: exit %d: %s", cmd, code, out.String())
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.Contains(line, "curl ") && strings.Contains(line, " -d ") && !strings.Contains(line, "-H 'Content-Type: application/json'") {
+				t.Errorf("smith %s --help: a curl example sends no JSON content type, which the server refuses:\n%s", cmd, line)
+			}
+		}
+	}
+}
+
 // TestUpstreamStartErrorsSayWhatToDo: a --replay file that cannot be
 // read, and an address smith cannot listen on, are named with the way
 // out, without Go's "open FILE:" or "listen tcp ADDR: bind:" wording.
