@@ -50,6 +50,11 @@ dialog is marked with '*'.`,
 			if len(args) < n.least || len(args) > n.most {
 				return usageErrorf("smith dialogs %s takes%s, got %d argument(s) (see smith dialogs --help)", sub, orNothing(n.usage), len(args))
 			}
+			if strings.Contains(n.usage, "ID") && strings.TrimSpace(args[0]) == "" {
+				// The server would be asked about a dialog "" and say
+				// 'invalid dialog id ""', exit 1.
+				return usageErrorf("smith dialogs %s: the ID is empty: give a dialog id, or a unique prefix of one (smith dialogs lists them)", sub)
+			}
 			return withEngine(cmd, s, &f, func(ctx context.Context, b backend) error {
 				return runDialogs(ctx, s, b, sub, args, asJSON)
 			})

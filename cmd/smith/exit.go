@@ -60,6 +60,13 @@ func argsUpTo(least, most int, what, hint string) cobra.PositionalArgs {
 		if len(args) < least || len(args) > most {
 			return usageErrorf("%s takes %s, got %d (%s)", cmd.CommandPath(), what, len(args), hint)
 		}
+		for _, a := range args {
+			if strings.TrimSpace(a) == "" {
+				// An empty CHANGE or FILE was looked up as "" and
+				// reported as unknown with nothing to read.
+				return usageErrorf("%s got an empty %s (%s)", cmd.CommandPath(), strings.TrimPrefix(strings.TrimPrefix(what, "at most "), "one "), hint)
+			}
+		}
 		return nil
 	}
 }

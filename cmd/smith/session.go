@@ -56,7 +56,7 @@ upstreams have no sessions: the command exits 1 saying so.`,
 			switch {
 			case sub != "status" && sub != "checkpoints" && sub != "approve" && sub != "reset" && sub != "restore":
 				return usageErrorf("unknown session subcommand %q (use status, checkpoints, approve, reset or restore)", sub)
-			case sub == "restore" && len(args) != 1:
+			case sub == "restore" && (len(args) != 1 || strings.TrimSpace(args[0]) == ""):
 				return usageErrorf("smith session restore needs the CHECKPOINT to go back to (smith session checkpoints lists them)")
 			case sub != "restore" && len(args) != 0:
 				return usageErrorf("smith session %s takes no argument, got %q", sub, args[0])
