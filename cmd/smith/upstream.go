@@ -105,6 +105,12 @@ plain text search of the workspace found):
 }
 
 func runUpstream(ctx context.Context, s *IOStreams, f *upstreamFlags, addrSet bool) error {
+	if _, _, err := net.SplitHostPort(f.addr); err != nil {
+		return usageErrorf("--addr %s: give HOST:PORT, such as 127.0.0.1:8765 (127.0.0.1:0 picks a free port)", f.addr)
+	}
+	if f.delay < 0 {
+		return usageErrorf("--delay %s: give a pause of 0 or more, such as 20ms", f.delay)
+	}
 	opts, err := f.options(s)
 	if err != nil {
 		return err

@@ -50,6 +50,8 @@ func TestUpstreamFlagErrors(t *testing.T) {
 		{"upstream", "--replay", "missing.sse"},
 		{"upstream", "--replay", "upstream_test.go", "--chunk-sizes", "1,x"},
 		{"upstream", "--replay", "upstream_test.go", "--header", "novalue"},
+		{"upstream", "--addr", "localhost"},
+		{"upstream", "--delay", "-5ms"},
 	} {
 		var out bytes.Buffer
 		s := &IOStreams{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(string) string { return "" }}
