@@ -507,6 +507,14 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	}, nil
 }
 
+// orList is "a", "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
 // selectHunks validates requested hunk ids of c (all hunks in one of the
 // given statuses when none are requested). A requested hunk in another
 // status is an error naming it.
@@ -538,8 +546,12 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 			}
 			return nil, fmt.Errorf("%w: change %s has no hunk %s (its hunks: %s)", ErrUnknownChange, c.ID, id, strings.Join(have, ", "))
 		}
-		if !slices.Contains(statuses, c.Hunks[i].Status) {
-			return nil, fmt.Errorf("%w: change %s hunk %s is %s; only %s hunks can be used here", ErrInvalidState, c.ID, id, c.Hunks[i].Status, strings.Join(statuses, " or "))
+		if st := c.Hunks[i].Status; !slices.Contains(statuses, st) {
+			already := ""
+			if st == StatusRejected || st == StatusApplied {
+				already = " already" // asked again what was done
+			}
+			return nil, fmt.Errorf("%w: change %s hunk %s is %s%s; only %s hunks can be used here", ErrInvalidState, c.ID, id, st, already, orList(statuses))
 		}
 	}
 	return requested, nil
