@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -78,6 +79,12 @@ type Value struct {
 func (v Value) Display() string {
 	if v.Key.Secret && v.Value != "" {
 		return "******** (set)"
+	}
+	if v.Key.Name == "upstream" {
+		// A password in the URL is a secret too (url.URL.Redacted).
+		if u, err := url.Parse(v.Value); err == nil && u.User != nil {
+			return u.Redacted()
+		}
 	}
 	return v.Value
 }

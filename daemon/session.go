@@ -319,7 +319,7 @@ func (e *Engine) Status(ctx context.Context) (Status, error) {
 	e.dr.mu.Lock()
 	s := Status{
 		Workspace:    e.ws.root,
-		Upstream:     e.cfg.Upstream,
+		Upstream:     protocol.RedactURL(e.cfg.Upstream), // what is shown: never a password
 		Dialect:      string(e.cfg.Dialect),
 		RunningTurns: e.running,
 		Detected:     e.detected,

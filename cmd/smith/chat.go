@@ -152,7 +152,7 @@ func runChat(ctx context.Context, s *IOStreams, o *chatOptions, set *config.Sett
 	if o.json {
 		return usageErrorf("--json needs a MESSAGE argument")
 	}
-	via := "upstream " + set.Get("upstream")
+	via := "upstream " + protocol.RedactURL(set.Get("upstream"))
 	if sock := eng.Attached(); sock != "" {
 		via = "through the running smith serve (" + sock + ")"
 	}
@@ -463,12 +463,12 @@ func ignoredFlags(ctx context.Context, eng backend, set *config.Settings) string
 			}
 			st = &got
 		}
-		theirs := st.Upstream
+		ours, theirs := protocol.RedactURL(v.Value), st.Upstream // Status redacts it
 		if key == "dialect" {
-			theirs = st.Dialect
+			ours, theirs = v.Value, st.Dialect
 		}
-		if strings.TrimSuffix(v.Value, "/") != strings.TrimSuffix(theirs, "/") {
-			ignored = append(ignored, fmt.Sprintf("%s %s (it uses %s)", v.Origin, v.Value, theirs))
+		if strings.TrimSuffix(ours, "/") != strings.TrimSuffix(theirs, "/") {
+			ignored = append(ignored, fmt.Sprintf("%s %s (it uses %s)", v.Origin, ours, theirs))
 		}
 	}
 	if len(ignored) == 0 {
