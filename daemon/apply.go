@@ -372,7 +372,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	switch snap.Status {
 	case StatusPending, StatusUndone:
 	case StatusConflict:
-		return nil, Errorf(ErrConflict, "change %s cannot be applied: %s", changeID, snap.Reason)
+		return nil, Errorf(ErrConflict, "change %s is in conflict: %s", changeID, snap.Reason)
 	default:
 		why := ""
 		if snap.Reason != "" {
@@ -438,7 +438,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	if len(ids) == 0 && slices.ContainsFunc(snap.Hunks, func(h Hunk) bool { return h.Status == StatusConflict }) {
 		// An undone change applied again on purpose, planned against a
 		// text that no longer holds what it was made for.
-		return nil, Errorf(ErrConflict, "change %s cannot be applied: %s: %s", changeID, snap.Path, conflictReason(snap.Hunks))
+		return nil, Errorf(ErrConflict, "change %s is in conflict: %s: %s", changeID, snap.Path, conflictReason(snap.Hunks))
 	}
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
 		return nil, Errorf(ErrInvalidState, "change %s has no pending hunk to apply", changeID)
