@@ -81,7 +81,32 @@ are written atomically, with a journal that a killed run leaves for --recover.`,
 	return cmd
 }
 
+// runApply runs smith apply. With --json, input it cannot use (a PATCH
+// that is missing, a directory or unreadable, bad flags, a --directory that
+// is not there) is said by the same JSON object as a diff it cannot parse
+// ("result": "error", docs/cli.md), not by a stderr line a script reading
+// stdout would miss; the exit status stays ExitUsage.
 func runApply(ctx context.Context, s *IOStreams, o *applyOpts, args []string) error {
+	err := applyPatch(ctx, s, o, args)
+	var ee *ExitError
+	if !o.json || !errors.As(err, &ee) || ee.Code != ExitUsage || ee.Silent {
+		return err
+	}
+	root := o.directory
+	if root == "" {
+		root = "."
+	}
+	if abs, aerr := filepath.Abs(root); aerr == nil {
+		root = abs
+	}
+	if werr := writeApplyJSON(s.Out, &applyResult{Result: "error", Root: root, Error: err.Error(), Files: []applyFile{}}); werr != nil {
+		return err
+	}
+	return &ExitError{Code: ExitUsage, Err: err, Silent: true}
+}
+
+// applyPatch is runApply but for how a usage error is said with --json.
+func applyPatch(ctx context.Context, s *IOStreams, o *applyOpts, args []string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}

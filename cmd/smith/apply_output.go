@@ -90,7 +90,7 @@ func writeReport(s *IOStreams, res *applyResult) {
 			if f.Conflict != nil {
 				fmt.Fprintf(s.Err, "%s: %s\n", f.Path, f.Conflict)
 			} else {
-				fmt.Fprintf(s.Out, "%s: %s\n", f.Path, describeOp(f))
+				fmt.Fprintf(s.Out, "%s: %s\n", f.Path, describeOp(f, res.Result == "applied"))
 			}
 		}
 		for _, h := range f.Hunks {
@@ -103,6 +103,22 @@ func writeReport(s *IOStreams, res *applyResult) {
 				continue
 			}
 			line = append(line[:0], f.Path...)
+			if what, n, ok := wholeFile(f, h); ok {
+				// A file created or deleted whole: "hunk 1 applied at
+				// line 0" said nothing a new user could read.
+				line = append(line, ": "...)
+				if res.Result != "applied" {
+					line = append(line, "would be "...)
+				}
+				line = append(line, what...)
+				line = appendLines(append(line, ", "...), n)
+				if note := levelNote(h); note != "" {
+					line = append(append(line, ' '), note...)
+				}
+				line = append(appendIDNote(line, p, h), '\n')
+				s.Out.Write(line)
+				continue
+			}
 			line = append(line, ": hunk "...)
 			line = strconv.AppendInt(line, int64(h.Index), 10)
 			line = append(line, ' ')
@@ -147,18 +163,62 @@ func appendIDNote(b []byte, p *diffapply.Patch, h *diffapply.Hunk) []byte {
 	return append(b, ']')
 }
 
-func describeOp(f *diffapply.File) string {
+// wholeFile tells whether h is all of a file that f creates ("created")
+// or deletes ("deleted"), and its number of lines.
+func wholeFile(f *diffapply.File, h *diffapply.Hunk) (what string, lines int, ok bool) {
+	if len(f.Hunks) != 1 {
+		return "", 0, false
+	}
+	switch {
+	case f.Op == diffapply.OpCreate && h.OldLines == 0:
+		return "created", h.NewLines, true
+	case f.Op == diffapply.OpDelete && h.NewLines == 0:
+		return "deleted", h.OldLines, true
+	}
+	return "", 0, false
+}
+
+// appendLines appends "1 line" or "N lines".
+func appendLines(b []byte, n int) []byte {
+	b = strconv.AppendInt(b, int64(n), 10)
+	if n == 1 {
+		return append(b, " line"...)
+	}
+	return append(b, " lines"...)
+}
+
+// levelNote is the parenthesis of h.Where ("(whitespace-insensitive)"),
+// or "" for an exact match in place, which needs no note.
+func levelNote(h *diffapply.Hunk) string {
+	w := h.Where()
+	i := strings.Index(w, " (")
+	if i < 0 || w[i+1:] == "(exact)" {
+		return ""
+	}
+	return w[i+1:]
+}
+
+// describeOp says what is done to a file without hunks, or (done false:
+// --check, a conflict) what would be.
+func describeOp(f *diffapply.File, done bool) string {
+	would := ""
+	if !done {
+		would = "would be "
+	}
 	switch f.Op {
 	case diffapply.OpRename:
-		return "renamed from " + f.OldPath
+		return would + "renamed from " + f.OldPath
 	case diffapply.OpCopy:
-		return "copied from " + f.OldPath
+		return would + "copied from " + f.OldPath
 	case diffapply.OpCreate:
-		return "created"
+		return would + "created"
 	case diffapply.OpDelete:
-		return "deleted"
+		return would + "deleted"
 	}
 	if f.Mode != 0 {
+		if !done {
+			return fmt.Sprintf("mode would be set to %o", f.Mode)
+		}
 		return fmt.Sprintf("mode set to %o", f.Mode)
 	}
 	return "unchanged"
@@ -238,6 +298,18 @@ func writePreview(s *IOStreams, p *diffapply.Patch, ids []int) {
 			status := paint(cGreen, string(h.Level)) + " " + h.Where()
 			if h.Level != diffapply.LevelExact {
 				status = paint(cYellow, string(h.Level)) + " " + h.Where()
+			}
+			if what, n, ok := wholeFile(f, h); ok {
+				// Not "exact at line 0": the title says (create) or
+				// (delete), and this hunk is all of the file.
+				place := "new file"
+				if what == "deleted" {
+					place = "whole file"
+				}
+				status = paint(cGreen, place) + ", " + string(appendLines(nil, n))
+				if note := levelNote(h); note != "" {
+					status += " " + paint(cYellow, note)
+				}
 			}
 			if !h.OK() {
 				c := h.Conflict
