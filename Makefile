@@ -3,6 +3,7 @@ GO ?= go
 NVIM_TESTS := extensions/nvim/test/run.sh
 EMACS_TESTS := test/emacs/run.sh
 ACP_NODE := acp/testdata/node
+ACP_ACPX := acp/testdata/acpx
 VSCODE_DIR := extensions/vscode
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -40,11 +41,13 @@ vscodetest: build
 		&& npx tsc --noEmit -p . && npm run --silent package && node esbuild.mjs \
 		&& SMITH_BIN=$(CURDIR)/bin/smith node --test out/test/node/ out/test/webview/ out/test/e2e/
 
-# smith acp against a second, independent ACP client: the official TypeScript
-# SDK (pinned by the lockfile; npm ci installs exactly it). The Go SDK's client
+# smith acp against two more independent ACP clients: the official TypeScript
+# SDK and acpx, a command-line client (each pinned by its lockfile; npm ci
+# installs exactly it; acpx brings the Node 22 it needs). The Go SDK's client
 # drives it in gotest (go test ./acp). .ci/run installs Node and npm when missing.
 acptest: build
 	cd $(ACP_NODE) && npm ci --no-audit --no-fund --loglevel=error && SMITH_BIN=$(CURDIR)/bin/smith node test.mjs
+	cd $(ACP_ACPX) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && SMITH_BIN=$(CURDIR)/bin/smith node test.mjs
 
 # Static (no cgo): smith needs nothing from C, and starts ~1 ms sooner without
 # the dynamic loader (docs/benchmarks.md, "Where smith's time goes").
