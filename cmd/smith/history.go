@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -77,21 +78,43 @@ func newHistoryCmd(s *IOStreams) *cobra.Command {
 	return cmd
 }
 
-// printHistory renders a history page for a person.
+// printHistory renders a history page for a person: each message followed
+// by one blank line, the tool calls and edits after it as a block of their
+// own. A message's text is printed without the blank lines it starts or
+// ends with: the agent's text before a tool call ends with its own blank
+// line, and with ours it was three.
 func printHistory(s *IOStreams, p *protocol.HistoryPage) error {
 	color := s.ColorOut()
+	tools := false // the last line printed was a tool line
+	message := func(label, ansi, text string) {
+		text = strings.TrimRightFunc(strings.TrimLeft(text, "\r\n"), unicode.IsSpace)
+		if text == "" {
+			return // an empty message is nothing to show
+		}
+		if tools {
+			fmt.Fprintln(s.Out)
+			tools = false
+		}
+		if label != "" {
+			fmt.Fprintf(s.Out, "%s %s\n\n", style(color, ansiBold, label), text)
+			return
+		}
+		fmt.Fprintf(s.Out, "%s\n\n", style(color, ansi, text))
+	}
 	for _, e := range p.Events {
 		switch e.Type {
 		case "user":
-			fmt.Fprintf(s.Out, "%s %s\n\n", style(color, ansiBold, "you:"), e.Content)
+			message("you:", "", e.Content)
 		case "chat":
-			fmt.Fprintf(s.Out, "%s %s\n\n", style(color, ansiBold, "agent:"), e.Content)
+			message("agent:", "", e.Content)
 		case "reasoning":
-			fmt.Fprintf(s.Out, "%s\n\n", style(color, ansiDim, e.Content))
+			message("", ansiDim, e.Content)
 		case "tool_call":
 			fmt.Fprintf(s.Out, "  ⚙ %s %s\n", e.Name, string(e.Args))
+			tools = true
 		case "file_edit":
 			fmt.Fprintf(s.Out, "  ✎ %s\n", e.File)
+			tools = true
 		}
 	}
 	if p.HasMore {
