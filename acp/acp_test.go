@@ -1163,6 +1163,12 @@ func TestModesAndSlashCommands(t *testing.T) {
 	if got := agentText(c.updates()); !strings.Contains(got, "/undo failed: unknown change: c99 (/changes lists them)") {
 		t.Errorf("/undo c99 answered:\n%s", got)
 	}
+	// Nothing left to undo is said in words, without the engine's kind of
+	// error in front ("not possible in this state: ").
+	p.prompt(t, sid, "/undo")
+	if got := agentText(c.updates()); !strings.Contains(got, "/undo failed: nothing to undo: every write smith made in this workspace is undone already") || strings.Contains(got, "not possible in this state") {
+		t.Errorf("/undo with nothing left answered:\n%s", got)
+	}
 	if _, err := p.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sid, ModeId: "yolo"}); err == nil || !strings.Contains(err.Error(), `unknown mode \"yolo\"`) {
 		t.Errorf("an unknown mode: %v", err)
 	}

@@ -266,7 +266,7 @@ func (e *Engine) runTurn(t *turn, req ChatRequest, emit func(protocol.Event)) (*
 	if errors.Is(err, protocol.ErrDialogBusy) {
 		// The upstream's own single-flight (lifecycle 409): the same
 		// error the fronts know from the engine's lock.
-		return res, fmt.Errorf("turn %s: %w: %w", t.id, ErrDialogBusy, err)
+		return res, Errorf(ErrDialogBusy, "turn %s: %w", t.id, err)
 	}
 	if err != nil {
 		return res, fmt.Errorf("turn %s: %w", t.id, err)

@@ -14,7 +14,9 @@ import (
 // TestOrdinaryRefusalsHaveTheirCodes: refusals that are no bug of smith's
 // get their documented code and a message saying what happened, never
 // -32603 (InternalError): nothing to undo, applying a change that is not
-// pending, and a state file that cannot be read at initialize.
+// pending, and a state file that cannot be read at initialize. The code
+// carries the kind; the message, which editors show, does not repeat it
+// ("not possible in this state: ", "change conflict: ").
 func TestOrdinaryRefusalsHaveTheirCodes(t *testing.T) {
 	t.Parallel()
 	ed, _ := startInProcess(t)
@@ -24,18 +26,18 @@ func TestOrdinaryRefusalsHaveTheirCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := ed.Call(ctx, editor.MethodUndo, map[string]any{}, nil)
-	if got := rpcCode(t, err); got != editor.CodeInvalidState || !strings.Contains(err.Error(), "nothing to undo") {
+	if got := rpcCode(t, err); got != editor.CodeInvalidState || rpcMessage(t, err) != "nothing to undo: smith has written no change in this workspace" {
 		t.Errorf("undo with nothing written: %v (code %d), want %d", err, got, editor.CodeInvalidState)
 	}
 	// A patch that does not match is recorded rejected; applying it then
 	// is a refusal of that state.
 	bad := protocol.Change{Path: "a.txt", Kind: protocol.ChangeModify, Diff: "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n zero\n-nine\n+ten\n"}
 	err = ed.Call(ctx, editor.MethodPatchApply, &editor.PatchApplyParams{Changes: []protocol.Change{bad}}, nil)
-	if got := rpcCode(t, err); got != editor.CodeConflict {
-		t.Errorf("a patch that does not match: %v (code %d), want %d", err, got, editor.CodeConflict)
+	if got := rpcCode(t, err); got != editor.CodeConflict || strings.Contains(rpcMessage(t, err), "change conflict") || !strings.Contains(rpcMessage(t, err), "a.txt") {
+		t.Errorf("a patch that does not match: %v (code %d), want %d and a message naming a.txt", err, got, editor.CodeConflict)
 	}
 	err = ed.Call(ctx, editor.MethodChangeApply, &editor.ChangeParams{ChangeID: "c1"}, nil)
-	if got := rpcCode(t, err); got != editor.CodeInvalidState || !strings.Contains(err.Error(), "c1 is rejected") {
+	if got := rpcCode(t, err); got != editor.CodeInvalidState || !strings.HasPrefix(rpcMessage(t, err), "change c1 is rejected") {
 		t.Errorf("apply a rejected change: %v (code %d), want %d", err, got, editor.CodeInvalidState)
 	}
 }

@@ -52,6 +52,16 @@ func rpcCode(t *testing.T, err error) jsonrpc2.Code {
 	return e.Code
 }
 
+// rpcMessage is the message of a JSON-RPC error: what the editor shows.
+func rpcMessage(t *testing.T, err error) string {
+	t.Helper()
+	var e *jsonrpc2.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a JSON-RPC error, got %v", err)
+	}
+	return e.Message
+}
+
 func TestRequestsBeforeInitialize(t *testing.T) {
 	ed, _ := startInProcess(t)
 	ctx := testCtx(t)
