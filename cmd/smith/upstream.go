@@ -57,7 +57,7 @@ func newUpstreamCmd(s *IOStreams) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", defaultUpstreamAddr, "listen address; port 0 picks a free port (the default falls back to a free port when 8765 is taken)")
-	fl.StringVar(&f.workspace, "workspace", ".", "project directory the demo agent works on")
+	fl.StringVarP(&f.workspace, "workspace", "C", ".", "project directory the demo agent works on")
 	fl.StringVar(&f.protocol, "protocol", "v2", "AgentSmithy protocol version: v2, v1 or v0")
 	fl.StringVar(&f.dialect, "dialect", "agentsmithy", "payload dialect: agentsmithy, rag, textbook, lifecycle or oracle")
 	fl.DurationVar(&f.ping, "ping", 0, "keep-alive ping interval (0 = the server's default: 15s, lifecycle 30s; negative disables)")
