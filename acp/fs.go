@@ -138,16 +138,16 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	a := f.a
 	caps := a.clientCaps()
 	if !caps.Fs.WriteTextFile {
-		return fmt.Errorf("%w: the client did not declare fs.writeTextFile", daemon.ErrUnsupported)
+		return daemon.Errorf(daemon.ErrUnsupported, "the client did not declare fs.writeTextFile")
 	}
 	for _, e := range edits {
 		if e.Delete {
-			return fmt.Errorf("%w: ACP's fs/write_text_file cannot delete %s", daemon.ErrUnsupported, a.relName(e.Path))
+			return daemon.Errorf(daemon.ErrUnsupported, "ACP's fs/write_text_file cannot delete %s", a.relName(e.Path))
 		}
 	}
 	sid := a.fsSessionID()
 	if sid == "" {
-		return fmt.Errorf("%w: no session to write through", daemon.ErrUnsupported)
+		return daemon.Errorf(daemon.ErrUnsupported, "no session to write through")
 	}
 	for _, e := range edits {
 		if !e.Create {

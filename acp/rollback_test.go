@@ -111,7 +111,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the roll back\n%s", order, want, answer)
 			}
-			for _, want := range append([]string{"/undo failed: change conflict: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had already written through the editor: "}, tt.said...) {
+			for _, want := range append([]string{"/undo failed: the editor could not write the edit of ", "c.txt: the client answered: Internal error: the disk is full. The files smith had already written through the editor: "}, tt.said...) {
 				if !strings.Contains(answer, want) {
 					t.Errorf("the answer does not say %q:\n%s", want, answer)
 				}
@@ -266,7 +266,7 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 			if want := []string{"gone.txt", "b.txt", "c.txt"}; !slices.Equal(order[:min(3, len(order))], want) {
 				t.Fatalf("fs/write_text_file went to %v, want %v first: the test does not test the take-back\n%s", order, want, answer)
 			}
-			for _, want := range append([]string{"/undo failed: change conflict: a file changed while smith was writing it", "d.txt"}, tt.said...) {
+			for _, want := range append([]string{"/undo failed: a file changed while smith was writing it", "d.txt"}, tt.said...) {
 				if !strings.Contains(answer, want) {
 					t.Errorf("the answer does not say %q:\n%s", want, answer)
 				}

@@ -138,7 +138,7 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			if pe := (*PartialEditError)(nil); errors.As(err, &pe) && len(pe.Written) > 0 {
 				done = append(done, editorPart{ed, pe.Written})
 			}
-			err = fmt.Errorf("%w: the editor could not write the edit of %s: %v", ErrConflict, e.relNames(byEd[ed]), err)
+			err = Errorf(ErrConflict, "the editor could not write the edit of %s: %v", e.relNames(byEd[ed]), err)
 			if len(done) == 0 {
 				err = fmt.Errorf("%w; nothing was written", err)
 			}
@@ -148,10 +148,10 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 			if why != "" {
 				why = " (" + why + ")"
 			}
-			return fail(fmt.Errorf("%w: the editor refused the edit of %s%s; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, e.relNames(byEd[ed]), why))
+			return fail(Errorf(ErrConflict, "the editor refused the edit of %s%s; the buffer may have changed since smith read it: review the change and apply again", e.relNames(byEd[ed]), why))
 		}
 		if err != nil {
-			return fail(fmt.Errorf("%w: the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", ErrConflict, e.relNames(byEd[ed]), err))
+			return fail(Errorf(ErrConflict, "the editor refused the edit of %s: %v; the buffer may have changed since smith read it: review the change and apply again", e.relNames(byEd[ed]), err))
 		}
 		done = append(done, editorPart{ed, byEd[ed]})
 	}
@@ -178,7 +178,7 @@ func (e *Engine) writeBatch(ctx context.Context, label string, ws []*fileWrite) 
 		// Not "nothing was written": the editors wrote, and fail says
 		// what became of their files.
 		if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
-			return fail(fmt.Errorf("%w: a file changed while smith was writing it: %v", ErrConflict, err))
+			return fail(Errorf(ErrConflict, "a file changed while smith was writing it: %v", err))
 		}
 		return fail(fmt.Errorf("write %s: %w", diskPaths(disk), err))
 	}
@@ -220,7 +220,7 @@ func setModes(ws []*fileWrite) (unset func(), err error) {
 		}
 		if err != nil {
 			unset()
-			return nil, fmt.Errorf("%w: %s cannot be given mode %o: %v; save it to disk and apply again", ErrConflict, w.rel, w.mode, err)
+			return nil, Errorf(ErrConflict, "%s cannot be given mode %o: %v; save it to disk and apply again", w.rel, w.mode, err)
 		}
 		done = append(done, set{w.abs, fi.Mode().Perm()})
 	}
@@ -230,7 +230,7 @@ func setModes(ws []*fileWrite) (unset func(), err error) {
 // commitError is the error of a disk commit that wrote nothing.
 func commitError(disk []diffapply.Write, err error) error {
 	if errors.Is(err, diffapply.ErrStale) || errors.Is(err, diffapply.ErrConflict) {
-		return fmt.Errorf("%w: a file changed while smith was writing it; nothing was written: %v", ErrConflict, err)
+		return Errorf(ErrConflict, "a file changed while smith was writing it; nothing was written: %v", err)
 	}
 	return fmt.Errorf("write %s: %w (nothing was written)", diskPaths(disk), err)
 }
@@ -372,13 +372,13 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	switch snap.Status {
 	case StatusPending, StatusUndone:
 	case StatusConflict:
-		return nil, fmt.Errorf("%w: change %s: %s", ErrConflict, changeID, snap.Reason)
+		return nil, Errorf(ErrConflict, "change %s is in conflict: %s", changeID, snap.Reason)
 	default:
 		why := ""
 		if snap.Reason != "" {
 			why = " (" + snap.Reason + ")"
 		}
-		return nil, fmt.Errorf("%w: change %s is %s%s; only pending changes can be applied", ErrInvalidState, changeID, snap.Status, why)
+		return nil, Errorf(ErrInvalidState, "change %s is %s%s; only pending changes can be applied", changeID, snap.Status, why)
 	}
 	var buf []byte
 	if scratch != nil {
@@ -397,7 +397,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 			e.revalidate(changeID, tg.text, tg.exists)
 			now := e.view(changeID)
 			e.queue(Notification{Kind: NoteChangeUpdated, Change: now})
-			return nil, fmt.Errorf("%w: %s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", ErrConflict, snap.Path, changeID, now.Status)
+			return nil, Errorf(ErrConflict, "%s changed since change %s was planned; nothing was written. The change was re-validated against the new text (now %s): review it and apply again", snap.Path, changeID, now.Status)
 		}
 		// A plan kept without its text holds for the text of its hash.
 		same = k != nil && k.hashOnly && k.base == snap.BaseHash && k.exists == tg.exists
@@ -409,7 +409,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 		snap.loadDiff() // applySnapshot left it out for the kept plan
 		fp, err = e.planChange(&snap, tg.text, tg.exists)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+			return Errorf(ErrConflict, "%s: %v", snap.Path, err)
 		}
 		return nil
 	}
@@ -438,10 +438,10 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 	if len(ids) == 0 && slices.ContainsFunc(snap.Hunks, func(h Hunk) bool { return h.Status == StatusConflict }) {
 		// An undone change applied again on purpose, planned against a
 		// text that no longer holds what it was made for.
-		return nil, fmt.Errorf("%w: change %s: %s: %s", ErrConflict, changeID, snap.Path, conflictReason(snap.Hunks))
+		return nil, Errorf(ErrConflict, "change %s is in conflict: %s: %s", changeID, snap.Path, conflictReason(snap.Hunks))
 	}
 	if len(ids) == 0 && len(snap.Hunks) > 0 {
-		return nil, fmt.Errorf("%w: change %s has no pending hunk to apply", ErrInvalidState, changeID)
+		return nil, Errorf(ErrInvalidState, "change %s has no pending hunk to apply", changeID)
 	}
 	var next []byte
 	var nextExists bool
@@ -454,7 +454,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 			}
 		}
 		if next, nextExists, err = fp.render(ids); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+			return nil, Errorf(ErrConflict, "%s: %v", snap.Path, err)
 		}
 	}
 	st := &applyStep{c: c, path: snap.Path, ids: ids}
@@ -473,7 +473,7 @@ func (e *Engine) prepareApply(p *Peer, changeID string, hunks []string, scratch 
 		return nil, err
 	}
 	if dst.exists {
-		return nil, fmt.Errorf("%w: %s already exists; renaming %s would overwrite it", ErrConflict, snap.Path, snap.OldPath)
+		return nil, Errorf(ErrConflict, "%s already exists; renaming %s would overwrite it", snap.Path, snap.OldPath)
 	}
 	// The renamed file keeps its mode, as git apply keeps it, unless the
 	// change sets one (an editor that holds the source open writes the
@@ -556,7 +556,7 @@ func (e *Engine) applyChanges(ctx context.Context, changeIDs []string, views boo
 		for _, w := range st.ws {
 			if other, ok := files[w.abs]; ok {
 				bs.abort()
-				return nil, fmt.Errorf("%w: changes %s and %s both change %s; apply them one after the other", ErrConflict, other, id, w.rel)
+				return nil, Errorf(ErrConflict, "changes %s and %s both change %s; apply them one after the other", other, id, w.rel)
 			}
 			files[w.abs] = id
 			if err := w.stageBefore(bs); err != nil {

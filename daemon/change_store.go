@@ -271,15 +271,15 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 	case upstream:
 		// The fronts say what can be done instead (reject its hunks, or
 		// the upstream's own session reset or restore).
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", ErrUnsupported, changeID, path)
+		return nil, Errorf(ErrUnsupported, "nothing to undo for change %s: the upstream wrote %s itself, and smith has no copy of what was there before", changeID, path)
 	case changeID != "" && undone:
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: it is undone already", ErrInvalidState, changeID)
+		return nil, Errorf(ErrInvalidState, "nothing to undo for change %s: it is undone already", changeID)
 	case changeID != "":
-		return nil, fmt.Errorf("%w: nothing to undo for change %s: smith has not written it", ErrInvalidState, changeID)
+		return nil, Errorf(ErrInvalidState, "nothing to undo for change %s: smith has not written it", changeID)
 	case undone:
-		return nil, fmt.Errorf("%w: nothing to undo: every write smith made in this workspace is undone already%s", ErrInvalidState, serverWrote)
+		return nil, Errorf(ErrInvalidState, "nothing to undo: every write smith made in this workspace is undone already%s", serverWrote)
 	}
-	return nil, fmt.Errorf("%w: nothing to undo: smith has written no change in this workspace%s", ErrInvalidState, serverWrote)
+	return nil, Errorf(ErrInvalidState, "nothing to undo: smith has written no change in this workspace%s", serverWrote)
 }
 
 // undone records that an Undo restored the bytes from before recs (after[i]

@@ -68,12 +68,12 @@ func (e *Engine) recordChange(p *Peer, dialog, turnID string, src protocol.Chang
 	switch {
 	case err != nil:
 		c.Status = StatusRejected
-		c.Reason = fmt.Sprintf("refused: %v; smith writes only regular files under the workspace, outside .git and its own state", err)
-		violation = fmt.Sprintf("change %s targets %s, which smith may not write in the workspace %s: %v (smith wrote nothing)", id, src.Path, e.ws.root, err)
+		c.Reason = fmt.Sprintf("refused: %s; smith writes only regular files under the workspace, outside .git and its own state", pathRefusal(err))
+		violation = fmt.Sprintf("change %s targets %s, which smith may not write in the workspace %s: %s (smith wrote nothing)", id, src.Path, e.ws.root, pathRefusal(err))
 		if src.AppliedUpstream {
 			// "Nothing was written" would be false: the server wrote it.
-			c.Reason = fmt.Sprintf("the server itself wrote %s, which smith may not write in the workspace %s (%v); smith did not touch it: check that file", src.Path, e.ws.root, err)
-			violation = fmt.Sprintf("change %s: the server itself wrote %s, which smith may not write in the workspace %s: %v (smith did not touch it)", id, src.Path, e.ws.root, err)
+			c.Reason = fmt.Sprintf("the server itself wrote %s, which smith may not write in the workspace %s (%s); smith did not touch it: check that file", src.Path, e.ws.root, pathRefusal(err))
+			violation = fmt.Sprintf("change %s: the server itself wrote %s, which smith may not write in the workspace %s: %s (smith did not touch it)", id, src.Path, e.ws.root, pathRefusal(err))
 		}
 	case src.AppliedUpstream:
 		c.Abs, c.Path = abs, rel
@@ -462,7 +462,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	snap := c.snapshot()
 	e.cs.mu.Unlock()
 	if snap.Abs == "" {
-		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to preview", ErrInvalidState, changeID, snap.Reason)
+		return nil, Errorf(ErrInvalidState, "change %s was refused (%s); there is nothing to preview", changeID, snap.Reason)
 	}
 	var before, after []byte
 	var ids []string
@@ -480,7 +480,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 	default:
 		fp, err := e.planChange(&snap, text, exists)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+			return nil, Errorf(ErrConflict, "%s: %v", snap.Path, err)
 		}
 		snap.Hunks = mergeStatuses(snap.Hunks, fp.hunks)
 		ids, err = selectHunks(&snap, hunks, StatusPending)
@@ -489,7 +489,7 @@ func (e *Engine) Preview(ctx context.Context, changeID string, hunks []string) (
 		}
 		after, _, err = fp.render(ids)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrConflict, snap.Path, err)
+			return nil, Errorf(ErrConflict, "%s: %v", snap.Path, err)
 		}
 		before = text
 	}
@@ -551,7 +551,7 @@ func selectHunks(c *changeRecord, requested []string, statuses ...string) ([]str
 			if st == StatusRejected || st == StatusApplied {
 				already = " already" // asked again what was done
 			}
-			return nil, fmt.Errorf("%w: change %s hunk %s is %s%s; only %s hunks can be used here", ErrInvalidState, c.ID, id, st, already, orList(statuses))
+			return nil, Errorf(ErrInvalidState, "change %s hunk %s is %s%s; only %s hunks can be used here", c.ID, id, st, already, orList(statuses))
 		}
 	}
 	return requested, nil

@@ -153,7 +153,7 @@ func (e *Engine) lockDialog(t *turn, dialog string) error {
 		key = "turn:" + t.id
 	}
 	if other, ok := e.dr.busy[key]; ok {
-		return fmt.Errorf("%w: dialog %s is running turn %s", ErrDialogBusy, dialog, other)
+		return Errorf(ErrDialogBusy, "dialog %s is running turn %s", dialog, other)
 	}
 	e.dr.busy[key] = t.id
 	t.lock, t.dialog = key, dialog

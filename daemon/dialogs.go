@@ -267,7 +267,7 @@ func (e *Engine) DeleteDialog(ctx context.Context, id string) (err error) {
 	_, busy := e.dr.busy[id]
 	e.dr.mu.Unlock()
 	if busy {
-		return fmt.Errorf("%w: cannot delete dialog %s while a turn runs in it (cancel the turn first)", ErrDialogBusy, id)
+		return Errorf(ErrDialogBusy, "cannot delete dialog %s while a turn runs in it (cancel the turn first)", id)
 	}
 	if e.dialogMode(ctx) != modeLocal {
 		if err := e.upstreamDeleteDialog(ctx, id); err != nil {

@@ -53,9 +53,23 @@ func newWorkspace(root string, protect ...string) (workspace, error) {
 func (w workspace) resolve(name string) (abs, rel string, err error) {
 	abs, rel, err = w.fs.Confine(name)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrOutsideWorkspace, err)
+		return "", "", &kindError{kind: ErrOutsideWorkspace, err: err}
 	}
 	return abs, rel, nil
+}
+
+// pathRefusal says why resolve refused a path, without naming the path: the
+// messages that quote it (a change's reason, the violation warning) name
+// it already, and "refused: path refused: refusing path" said it thrice.
+func pathRefusal(err error) string {
+	var pe *diffapply.PathError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	if pe.Hint != "" {
+		return "the path " + pe.Rule + "; " + pe.Hint
+	}
+	return "the path " + pe.Rule
 }
 
 // readFile returns the bytes of a workspace file and whether it exists,

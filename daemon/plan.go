@@ -233,7 +233,7 @@ func (e *Engine) verifyPostImage(c *changeRecord, disk []byte) ([]Hunk, error) {
 // the change when ids is empty and the change has no hunks).
 func (e *Engine) reverseHunks(c *changeRecord, cur []byte, ids []string) ([]byte, bool, error) {
 	if c.OldAbs != "" {
-		return nil, false, fmt.Errorf("%w: a rename is taken back as a whole, with Undo", ErrUnsupported)
+		return nil, false, Errorf(ErrUnsupported, "a rename is taken back as a whole, with Undo")
 	}
 	if len(c.Hunks) == 0 {
 		return e.reverseWhole(c, cur)
@@ -274,7 +274,7 @@ func (e *Engine) bytesBefore(c *changeRecord) ([]byte, bool, error) {
 	}
 	e.cs.mu.Unlock()
 	if first == nil {
-		return nil, false, fmt.Errorf("%w: smith does not know %s's content before the upstream wrote it; only the upstream's session reset or restore can take it back", ErrUnsupported, c.Path)
+		return nil, false, Errorf(ErrUnsupported, "smith does not know %s's content before the upstream wrote it; only the upstream's session reset or restore can take it back", c.Path)
 	}
 	b, err := e.store.getBlob(first.Before)
 	return b, first.Before.Exists, err
@@ -288,7 +288,7 @@ func unifiedDiff(path string, a, b []byte) string {
 func relTo(root, abs string) (string, error) {
 	r, ok := strings.CutPrefix(abs, root+string(os.PathSeparator))
 	if !ok {
-		return "", fmt.Errorf("%w: %s", ErrOutsideWorkspace, abs)
+		return "", Errorf(ErrOutsideWorkspace, "%s is outside the workspace %s", abs, root)
 	}
 	return r, nil
 }

@@ -168,7 +168,7 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 		return nil, err
 	}
 	if snap.Abs == "" {
-		return nil, fmt.Errorf("%w: change %s was refused (%s); there is nothing to reject", ErrInvalidState, changeID, snap.Reason)
+		return nil, Errorf(ErrInvalidState, "change %s was refused (%s); there is nothing to reject", changeID, snap.Reason)
 	}
 	ids, err := selectHunks(&snap, hunks, StatusPending, StatusConflict, StatusApplied, StatusAppliedUpstream, StatusUndone)
 	if err != nil {
@@ -193,7 +193,7 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 			return nil, fmt.Errorf("reject %s: %w", changeID, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: cannot take back change %s from %s: %v; nothing was written", ErrConflict, changeID, snap.Path, err)
+			return nil, Errorf(ErrConflict, "cannot take back change %s from %s: %v; nothing was written", changeID, snap.Path, err)
 		}
 		w = &fileWrite{abs: snap.Abs, rel: snap.Path, tg: tg, next: next, nextExists: nextExists}
 		if snap.Src.Mode != 0 && nextExists && len(written) == appliedHunks(snap.Hunks) {

@@ -171,7 +171,7 @@ func (e *Engine) sessionDialog(ctx context.Context, id string) (string, error) {
 		if d := e.cfg.Dialect; d != protocol.DialectAuto && d != protocol.DialectAgentSmithy {
 			why = "the " + string(d) + " dialect has none"
 		}
-		return "", fmt.Errorf("%w: it has no session API (%s); sessions (approve, reset, restore, checkpoints) need an AgentSmithy server. What smith applied itself, smith undo takes back", ErrUnsupported, why)
+		return "", Errorf(ErrUnsupported, "the upstream has no session API (%s); sessions (approve, reset, restore, checkpoints) need an AgentSmithy server. What smith applied itself, smith undo takes back", why)
 	case modeUnknown:
 		// No answer yet: say why, rather than "unsupported".
 		if _, err := e.client.CurrentDialog(ctx); err != nil {

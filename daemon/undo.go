@@ -28,9 +28,9 @@ func (e *Engine) undoWrite(p *Peer, r *undoRecord, spare spareFile) (*fileWrite,
 	if !r.After.matches(tg.text, tg.exists) {
 		if later := e.cs.upstreamWroteSince(r.Rel, r.ChangeID); later != "" {
 			// Not the user's edits: the upstream's, which smith recorded.
-			return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s): the upstream wrote change %s to it since; undo would lose that and was refused. Take %s back first (undoing %s says how), or restore %s by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, later, later, later, r.Rel)
+			return nil, Errorf(ErrConflict, "%s changed since smith wrote change %s there (%s at %s): the upstream wrote change %s to it since; undo would lose that and was refused. Take %s back first (undoing %s says how), or restore %s by hand", r.Rel, r.ChangeID, r.Action, r.At, later, later, later, r.Rel)
 		}
-		return nil, fmt.Errorf("%w: %s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", ErrConflict, r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
+		return nil, Errorf(ErrConflict, "%s changed since smith wrote change %s there (%s at %s); undo would lose those edits and was refused. Revert your edits to %s first, or restore it by hand", r.Rel, r.ChangeID, r.Action, r.At, r.Rel)
 	}
 	w := &fileWrite{abs: r.Path, rel: r.Rel, tg: tg, nextExists: r.Before.Exists}
 	if r.Before.Exists {

@@ -65,7 +65,7 @@ func (c *client) workspaceEdit(edits []daemon.FileEdit) (*WorkspaceEdit, error) 
 	caps, enc, ws := c.caps, c.enc, c.workspace
 	c.mu.Unlock()
 	if !caps.applyEdit || !caps.documentChanges {
-		return nil, fmt.Errorf("%w: the editor does not accept versioned workspace edits", daemon.ErrUnsupported)
+		return nil, daemon.Errorf(daemon.ErrUnsupported, "the editor does not accept versioned workspace edits")
 	}
 	we := &WorkspaceEdit{DocumentChanges: make([]DocumentChange, 0, len(edits))}
 	for _, fe := range edits {
@@ -87,7 +87,7 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 	switch {
 	case fe.Create:
 		if !caps.resourceOps[ResourceCreate] {
-			return nil, fmt.Errorf("%w: the editor cannot create files (%s)", daemon.ErrUnsupported, name)
+			return nil, daemon.Errorf(daemon.ErrUnsupported, "the editor cannot create files (%s)", name)
 		}
 		out := []DocumentChange{{CreateFile: &CreateFile{Kind: ResourceCreate, URI: uri, Options: &CreateFileOptions{Overwrite: false}}}}
 		if len(fe.NewText) > 0 {
@@ -99,17 +99,16 @@ func (c *client) documentChanges(fe daemon.FileEdit, caps clientCaps, enc Positi
 		return out, nil
 	case fe.Delete:
 		if !caps.resourceOps[ResourceDelete] {
-			return nil, fmt.Errorf("%w: the editor cannot delete files (%s)", daemon.ErrUnsupported, name)
+			return nil, daemon.Errorf(daemon.ErrUnsupported, "the editor cannot delete files (%s)", name)
 		}
 		return []DocumentChange{{DeleteFile: &DeleteFile{Kind: ResourceDelete, URI: uri}}}, nil
 	}
 	doc, open := c.docs.get(fe.Path)
 	if !open {
-		return nil, fmt.Errorf("%w: %s is not open in the editor", daemon.ErrUnsupported, name)
+		return nil, daemon.Errorf(daemon.ErrUnsupported, "%s is not open in the editor", name)
 	}
 	if doc.version != fe.Version || !bytes.Equal(doc.seen(), fe.OldText) {
-		return nil, fmt.Errorf("%w: %s changed in the editor since the plan (version %d, planned against %d)",
-			daemon.ErrConflict, name, doc.version, fe.Version)
+		return nil, daemon.Errorf(daemon.ErrConflict, "%s changed in the editor since the plan (version %d, planned against %d)", name, doc.version, fe.Version)
 	}
 	edit := minimalEdit(fe.OldText, fe.NewText, enc)
 	var tedits []TextEdit

@@ -71,7 +71,7 @@ func TestWorkspaceEdit(t *testing.T) {
 			docs:    open,
 			edits:   []daemon.FileEdit{{Path: path, Version: 3, OldText: []byte("x := \"😀\"; total\n"), NewText: []byte("y\n")}},
 			wantErr: daemon.ErrConflict,
-			wantMsg: "change conflict: a.go changed in the editor since the plan (version 4, planned against 3)",
+			wantMsg: "a.go changed in the editor since the plan (version 4, planned against 3)",
 		},
 		{
 			name:    "other text at the same version is a conflict",
@@ -94,7 +94,7 @@ func TestWorkspaceEdit(t *testing.T) {
 			caps:    clientCaps{applyEdit: true, documentChanges: true},
 			edits:   []daemon.FileEdit{{Path: "/w/new.txt", Create: true}},
 			wantErr: daemon.ErrUnsupported,
-			wantMsg: "not supported by this upstream: the editor cannot create files (new.txt)",
+			wantMsg: "the editor cannot create files (new.txt)",
 		},
 		{
 			name:  "delete",

@@ -91,7 +91,7 @@ serve.sock, and both editors share one engine with the holder's settings
 	f.StringVar(&o.listen, "listen", "", "serve on `unix:PATH` instead of stdio")
 	f.StringVar(&upstream, "upstream", "", "base `URL` of the chat server")
 	f.StringVar(&dialect, "dialect", "", "payload `dialect`: agentsmithy, rag, textbook, lifecycle, oracle (default: detect)")
-	f.StringVar(&o.workspace, "workspace", "", "workspace `directory` (default: the editor's root)")
+	f.StringVarP(&o.workspace, "workspace", "C", "", "workspace `directory` (default: the editor's root)")
 	f.StringVar(&stateDir, "state-dir", "", "`directory` for journals and dialog indexes (default $XDG_STATE_HOME/smith)")
 	f.StringVar(&idleTimeout, "idle-timeout", "", "end a turn after this `duration` without a byte from the upstream (default 60s)")
 	f.String("progress-timeout", "", "end a turn after this `duration` without an event; keep-alives are not progress (default 5m)")

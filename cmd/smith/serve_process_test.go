@@ -141,6 +141,8 @@ func TestServeProcessBadFlags(t *testing.T) {
 		{[]string{"--idle-timeout", "soon"}, "idle_timeout"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--workspace", "/nonexistent/smith-ws"}, "--workspace /nonexistent/smith-ws is not a directory"},
+		// -C, as in every other command that takes a workspace.
+		{[]string{"-C", "/nonexistent/smith-ws"}, "--workspace /nonexistent/smith-ws is not a directory"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
