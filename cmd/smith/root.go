@@ -1,6 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -50,6 +54,7 @@ func newRootCmdFor(s *IOStreams, args []string) *cobra.Command {
 				// starts) reachable from here: it is args[0] only in
 				// the whole tree.
 				root.CompletionOptions.DisableDefaultCmd = true
+				argsInOurWords(root)
 				return root
 			}
 		}
@@ -72,6 +77,7 @@ func newRootCmd(s *IOStreams) *cobra.Command {
   smith completion fish > ~/.config/fish/completions/smith.fish`
 		}
 	}
+	argsInOurWords(root)
 	return root
 }
 
@@ -102,4 +108,87 @@ Start with 'smith demo': it runs the whole thing offline on an example project.`
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	return root
+}
+
+// argsInOurWords makes every command below root (cobra's completion
+// commands too) refuse arguments it does not take with a usage error in
+// smith's words, which says what it takes and where to look, instead of
+// cobra's 'unknown command "extra" for "smith history"' (cobra.NoArgs) or
+// 'accepts at most 2 arg(s), received 3': one place for every command,
+// which declare their arguments with cobra's validators or argsUpTo as
+// usual. The root keeps cobra's "unknown command" and its suggestions: there
+// the word is a command's name, mistyped.
+func argsInOurWords(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		inOurWords(c)
+	}
+}
+
+func inOurWords(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		inOurWords(sub)
+	}
+	v := c.Args
+	if v == nil {
+		return // cobra's default for a command below the root: any arguments
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		err := v(cmd, args)
+		var ee *ExitError
+		if err == nil || errors.As(err, &ee) {
+			return err // accepted, or refused by argsUpTo in its own words
+		}
+		return argCountError(cmd, v, args, err)
+	}
+}
+
+// argCountError says in smith's words that cmd does not take args, which
+// its validator v refused with err (cobra's words). How many arguments the
+// command takes is found by asking v, so that any of cobra's validators is
+// said right.
+func argCountError(cmd *cobra.Command, v cobra.PositionalArgs, args []string, err error) error {
+	path := cmd.CommandPath()
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	got := fmt.Sprintf("got %d: %s", len(args), strings.Join(quoted, " "))
+	takes := func(n int) bool { return v(cmd, make([]string, n)) == nil }
+	if len(args) > 0 && takes(0) && cmd.HasAvailableSubCommands() {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usageErrorf("%s has no command %q (its commands: %s; %s --help)", path, args[0], strings.Join(names, ", "), path)
+	}
+	// The counts it takes, up to one past the count given.
+	least, most := -1, -1
+	for n := 0; n <= len(args)+1; n++ {
+		if takes(n) {
+			if least < 0 {
+				least = n
+			}
+			most = n
+		}
+	}
+	hint := fmt.Sprintf("%s --help says what it takes", path)
+	var what string
+	switch {
+	case least < 0:
+		return usageErrorf("%s: %v (%s)", path, err, hint)
+	case most == 0:
+		what = "no arguments"
+		hint = fmt.Sprintf("its options are flags: %s --help lists them", path)
+	case most == len(args)+1:
+		what = fmt.Sprintf("at least %d %s", least, "argument"+plural(least))
+	case least == 0:
+		what = fmt.Sprintf("at most %d %s", most, "argument"+plural(most))
+	case least == most:
+		what = fmt.Sprintf("%d %s", least, "argument"+plural(least))
+	default:
+		what = fmt.Sprintf("%d to %d arguments", least, most)
+	}
+	return usageErrorf("%s takes %s, %s (%s)", path, what, got, hint)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -62,4 +63,43 @@ func execTree(build func(*IOStreams) *cobra.Command, args []string) execResult {
 	}
 	r.Out, r.Err = out.String(), errb.String()
 	return r
+}
+
+// TestArgErrorsInSmithsWords runs every command of the whole tree (cobra's
+// completion commands included) with more arguments than any of them takes:
+// each refusal is a usage error (exit 2) that names the command and says what
+// it takes, never cobra's 'unknown command "x" for "smith history"' or
+// 'accepts at most 2 arg(s)'.
+func TestArgErrorsInSmithsWords(t *testing.T) {
+	s := &IOStreams{Getenv: func(string) string { return "" }}
+	var walk func(c *cobra.Command)
+	checked := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.Args == nil || !c.HasParent() {
+			return // cobra's default: any arguments (the root: its commands)
+		}
+		args := []string{"extra", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+		err := c.Args(c, args)
+		if err == nil {
+			return // takes any number
+		}
+		checked++
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage {
+			t.Errorf("%s %s: %v is not a usage error said by smith", c.CommandPath(), strings.Join(args, " "), err)
+			return
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, c.CommandPath()+" ") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "arg(s)") {
+			t.Errorf("%s %s: %q is not in smith's words", c.CommandPath(), strings.Join(args, " "), msg)
+		}
+	}
+	root := newRootCmd(s)
+	walk(root)
+	if checked < 10 {
+		t.Errorf("only %d commands refused ten arguments; the walk proves little", checked)
+	}
 }
