@@ -109,7 +109,7 @@ func (e *Engine) reserveTurn(ctx context.Context, p *Peer) (*turn, error) {
 		return nil, fmt.Errorf("%w: this client was detached", ErrClosed)
 	}
 	if p != nil && len(p.turns) >= e.cfg.MaxTurns {
-		return nil, fmt.Errorf("%w: %d turns are running, the limit is %d", ErrTooManyTurns, len(p.turns), e.cfg.MaxTurns)
+		return nil, Errorf(ErrTooManyTurns, "%d turns of this client are running, the limit is %d", len(p.turns), e.cfg.MaxTurns)
 	}
 	// The registry's lock is taken under e.mu here and nowhere else the
 	// other way round; nextTurnID takes nothing further.

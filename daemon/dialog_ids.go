@@ -62,11 +62,11 @@ func matchDialogID(id string, ids []string) (string, error) {
 	}
 	switch len(hits) {
 	case 0:
-		return "", fmt.Errorf("%w: no dialog has the id %s or an id starting with it", ErrUnknownDialog, id)
+		return "", Errorf(ErrUnknownDialog, "no dialog has the id %s or an id starting with it", id)
 	case 1:
 		return hits[0], nil
 	}
-	return "", fmt.Errorf("%w: %w: %s starts %d dialog ids (%s); type more of it", ErrUnknownDialog, ErrAmbiguousDialog, id, len(hits), strings.Join(hits, ", "))
+	return "", &kindError{kind: ErrUnknownDialog, err: Errorf(ErrAmbiguousDialog, "%s starts %d dialog ids (%s); type more of it", id, len(hits), strings.Join(hits, ", "))}
 }
 
 // allUpstreamDialogs lists the ids of every upstream dialog, page by page.

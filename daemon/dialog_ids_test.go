@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/smith-dev/smith/protocol"
@@ -62,7 +61,10 @@ func TestLocalDialogPrefixes(t *testing.T) {
 			t.Errorf("dialog %+v: want renamed and current", d)
 		}
 	}
-	if _, err := matchDialogID("a", []string{"ab1", "ab2"}); !errors.Is(err, ErrAmbiguousDialog) || !strings.Contains(err.Error(), "ab1") {
+	// Both kinds match; the text is what happened and what to do, without
+	// "unknown dialog: ambiguous dialog id: " in front.
+	_, err = matchDialogID("a", []string{"ab1", "ab2"})
+	if !errors.Is(err, ErrAmbiguousDialog) || !errors.Is(err, ErrUnknownDialog) || err.Error() != "a starts 2 dialog ids (ab1, ab2); type more of it" {
 		t.Errorf("ambiguous prefix: %v", err)
 	}
 }
