@@ -89,6 +89,7 @@ func writeReport(s *IOStreams, res *applyResult) {
 		if len(f.Hunks) == 0 {
 			if f.Conflict != nil {
 				fmt.Fprintf(s.Err, "%s: %s\n", f.Path, f.Conflict)
+				conflicted = true // said here; the summary does not repeat it
 			} else {
 				fmt.Fprintf(s.Out, "%s: %s\n", f.Path, describeOp(f, res.Result == "applied"))
 			}
