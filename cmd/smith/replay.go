@@ -331,7 +331,11 @@ type humanRenderer struct {
 	w         io.Writer
 	color     bool
 	block     string // "text" or "reasoning" while streaming one, else ""
-	lineStart bool
+	lineStart bool   // the last bytes written end a line (or nothing was written)
+	// blankLine is set when the last bytes written end a blank line (the
+	// agent's text often ends with its own "\n\n"): the summary's first
+	// section then needs no blank line of its own.
+	blankLine bool
 	end       *protocol.TurnEnd
 }
 
@@ -409,7 +413,9 @@ func (h *humanRenderer) write(s string) {
 		return
 	}
 	io.WriteString(h.w, s)
-	h.lineStart = strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n"+ansiReset)
+	bare := strings.TrimPrefix(strings.TrimSuffix(s, ansiReset), ansiDim)
+	h.blankLine = strings.HasSuffix(bare, "\n\n") || bare == "\n" && h.lineStart
+	h.lineStart = strings.HasSuffix(bare, "\n")
 }
 
 func (h *humanRenderer) dim(s string) string {
@@ -461,7 +467,11 @@ func (h *humanRenderer) summary(sum *protocol.Summary) error {
 		b.WriteString(" (" + strings.Join(about, ", ") + ")")
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(h.w, b.String())
+	out := b.String()
+	if h.blankLine {
+		out = strings.TrimPrefix(out, "\n") // one blank line, not two
+	}
+	_, err := io.WriteString(h.w, out)
 	return err
 }
 
