@@ -336,7 +336,11 @@ type humanRenderer struct {
 	// agent's text often ends with its own "\n\n"): the summary's first
 	// section then needs no blank line of its own.
 	blankLine bool
-	end       *protocol.TurnEnd
+	// wholeWrites says, for each change in the order the summary lists
+	// them, whether it is a whole file the server wrote without a diff:
+	// the protocol's kind is modify, but nothing says the file existed.
+	wholeWrites []bool
+	end         *protocol.TurnEnd
 }
 
 const (
@@ -375,6 +379,9 @@ func (h *humanRenderer) event(e protocol.Event) {
 	case protocol.KindViolation:
 		v := e.Violation
 		h.line(fmt.Sprintf("warning: %s at event %d: %s", v.Kind, v.EventIndex, v.Message))
+	case protocol.KindChange:
+		c := e.Change
+		h.wholeWrites = append(h.wholeWrites, c.AppliedUpstream && c.Diff == "" && c.Kind == protocol.ChangeModify)
 	case protocol.KindTurnEnd:
 		h.end = e.TurnEnd
 	}
@@ -438,8 +445,12 @@ func (h *humanRenderer) summary(sum *protocol.Summary) error {
 	}
 	if len(sum.Changes) > 0 {
 		b.WriteString("\nchanges:\n")
-		for _, c := range sum.Changes {
-			fmt.Fprintf(&b, "  %s %s %s (%s)\n", c.ID, c.Kind, c.Path, c.Status)
+		for i, c := range sum.Changes {
+			kind := string(c.Kind)
+			if i < len(h.wholeWrites) && h.wholeWrites[i] {
+				kind = "write" // as smith changes says it
+			}
+			fmt.Fprintf(&b, "  %s %s %s (%s)\n", c.ID, kind, c.Path, c.Status)
 		}
 	}
 	b.WriteString("\n" + string(sum.Outcome))
