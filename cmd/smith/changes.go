@@ -63,7 +63,11 @@ reject take all its hunks or those given with --hunks.`,
 				tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATUS\tKIND\tPATH\tHUNKS")
 				for _, c := range cs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Kind, c.Path, hunkSummary(c.Hunks))
+					hunks := hunkSummary(c.Hunks)
+					if wholeWrite(c) {
+						hunks = "whole file"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, shownKind(c), c.Path, hunks)
 				}
 				return tw.Flush()
 			})
@@ -94,6 +98,24 @@ func filterFlags(f daemon.ChangeFilter) string {
 		by = append(by, "-d "+f.DialogID)
 	}
 	return strings.Join(by, " ")
+}
+
+// wholeWrite reports whether c is a whole file written without a diff
+// (AgentSmithy's write_to_file, reported by a file_edit without diff): the
+// protocol calls it modify, but nothing says the file existed before, and
+// smith never saw it, so there are no hunks to show.
+func wholeWrite(c daemon.Change) bool {
+	return c.Kind == protocol.ChangeModify && len(c.Hunks) == 0 && c.Diff == ""
+}
+
+// shownKind is the kind a person reads: "write" for a whole-file write,
+// which claims no earlier version, else the protocol's kind. --json keeps
+// the protocol's value.
+func shownKind(c daemon.Change) string {
+	if wholeWrite(c) {
+		return "write"
+	}
+	return string(c.Kind)
 }
 
 func hunkSummary(hs []daemon.Hunk) string {
@@ -288,9 +310,13 @@ match level and lines in the file, and the whole change as a forward diff
 				if asJSON {
 					return printJSON(s, c)
 				}
-				fmt.Fprintf(s.Out, "%s · %s %s · %s\n", c.ID, c.Kind, c.Path, c.Status)
+				fmt.Fprintf(s.Out, "%s · %s %s · %s\n", c.ID, shownKind(*c), c.Path, c.Status)
 				if c.Reason != "" {
 					fmt.Fprintf(s.Out, "  %s\n", c.Reason)
+				}
+				if wholeWrite(*c) && c.Status == daemon.StatusAppliedUpstream {
+					fmt.Fprintln(s.Out, "  the server wrote the whole file; smith never saw it before, not even whether it existed\n"+
+						"  (smith session lists the server's unapproved writes, smith session reset gives them up)")
 				}
 				for _, h := range c.Hunks {
 					match := ""

@@ -331,8 +331,16 @@ type humanRenderer struct {
 	w         io.Writer
 	color     bool
 	block     string // "text" or "reasoning" while streaming one, else ""
-	lineStart bool
-	end       *protocol.TurnEnd
+	lineStart bool   // the last bytes written end a line (or nothing was written)
+	// blankLine is set when the last bytes written end a blank line (the
+	// agent's text often ends with its own "\n\n"): the summary's first
+	// section then needs no blank line of its own.
+	blankLine bool
+	// wholeWrites says, for each change in the order the summary lists
+	// them, whether it is a whole file the server wrote without a diff:
+	// the protocol's kind is modify, but nothing says the file existed.
+	wholeWrites []bool
+	end         *protocol.TurnEnd
 }
 
 const (
@@ -371,6 +379,9 @@ func (h *humanRenderer) event(e protocol.Event) {
 	case protocol.KindViolation:
 		v := e.Violation
 		h.line(fmt.Sprintf("warning: %s at event %d: %s", v.Kind, v.EventIndex, v.Message))
+	case protocol.KindChange:
+		c := e.Change
+		h.wholeWrites = append(h.wholeWrites, c.AppliedUpstream && c.Diff == "" && c.Kind == protocol.ChangeModify)
 	case protocol.KindTurnEnd:
 		h.end = e.TurnEnd
 	}
@@ -409,7 +420,9 @@ func (h *humanRenderer) write(s string) {
 		return
 	}
 	io.WriteString(h.w, s)
-	h.lineStart = strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n"+ansiReset)
+	bare := strings.TrimPrefix(strings.TrimSuffix(s, ansiReset), ansiDim)
+	h.blankLine = strings.HasSuffix(bare, "\n\n") || bare == "\n" && h.lineStart
+	h.lineStart = strings.HasSuffix(bare, "\n")
 }
 
 func (h *humanRenderer) dim(s string) string {
@@ -432,8 +445,12 @@ func (h *humanRenderer) summary(sum *protocol.Summary) error {
 	}
 	if len(sum.Changes) > 0 {
 		b.WriteString("\nchanges:\n")
-		for _, c := range sum.Changes {
-			fmt.Fprintf(&b, "  %s %s %s (%s)\n", c.ID, c.Kind, c.Path, c.Status)
+		for i, c := range sum.Changes {
+			kind := string(c.Kind)
+			if i < len(h.wholeWrites) && h.wholeWrites[i] {
+				kind = "write" // as smith changes says it
+			}
+			fmt.Fprintf(&b, "  %s %s %s (%s)\n", c.ID, kind, c.Path, c.Status)
 		}
 	}
 	b.WriteString("\n" + string(sum.Outcome))
@@ -461,7 +478,11 @@ func (h *humanRenderer) summary(sum *protocol.Summary) error {
 		b.WriteString(" (" + strings.Join(about, ", ") + ")")
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(h.w, b.String())
+	out := b.String()
+	if h.blankLine {
+		out = strings.TrimPrefix(out, "\n") // one blank line, not two
+	}
+	_, err := io.WriteString(h.w, out)
 	return err
 }
 

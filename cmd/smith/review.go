@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/smith-dev/smith/daemon"
+	"github.com/smith-dev/smith/protocol"
 )
 
 // reviewChanges shows each change of the turn and applies, rejects or
@@ -109,10 +110,15 @@ func (cs *chatSession) printChangeHeader(c daemon.Change) {
 		verb = "already wrote"
 	}
 	head := style(s.ColorOut(), ansiBold, "Change "+c.ID+":")
-	if c.Status == daemon.StatusAppliedUpstream && len(c.Hunks) == 0 {
+	if c.Status == daemon.StatusAppliedUpstream && len(c.Hunks) == 0 && (wholeWrite(c) || c.Kind == protocol.ChangeDelete) {
 		// A whole-file write: smith cannot tell what was there before, not
-		// even whether the file existed, so no kind and no hunks.
-		fmt.Fprintf(s.Out, "\n%s the agent already wrote %s (the whole file)\n", head, c.Path)
+		// even whether the file existed, so no kind and no hunks. A
+		// deletion likewise has no text smith saw.
+		if c.Kind == protocol.ChangeDelete {
+			fmt.Fprintf(s.Out, "\n%s the agent already deleted %s\n", head, c.Path)
+		} else {
+			fmt.Fprintf(s.Out, "\n%s the agent already wrote %s (the whole file)\n", head, c.Path)
+		}
 		fmt.Fprintln(s.Err, "  smith never saw it before, so it cannot show or reverse it here:\n"+
 			"  smith session lists the server's unapproved writes, smith session reset gives them up")
 		return
