@@ -477,16 +477,22 @@ func ignoredFlags(ctx context.Context, eng backend, set *config.Settings) string
 	return "not used: " + strings.Join(ignored, ", ") + ": this chat runs through the smith serve that holds this workspace (" + sock + "), with its settings; stop it to chat with yours"
 }
 
-// dialectAdvice is what to do when the upstream refused the request of a
-// dialect the settings force: a server of another dialect answers it
-// with a client error (an AgentSmithy server: 422, "messages" missing),
-// which says nothing of the dialect.
+// dialectAdvice is what to do when the upstream refused the chat request
+// with a client error, which says nothing of the dialect: a server of
+// another dialect answers a request it cannot read that way (an
+// AgentSmithy server: 422, "messages" missing; a lifecycle server: 400,
+// "sessionId and message are required"). With no dialect set, smith sends
+// AgentSmithy's request and detects the dialect from the stream; a
+// lifecycle server, whose requests differ, never gets that far.
 func (cs *chatSession) dialectAdvice(err error) string {
 	var he *protocol.HTTPError
-	if cs.forced == "" || !errors.As(err, &he) || he.Status < 400 || he.Status >= 500 || he.Status == 401 || he.Status == 403 || he.Status == 429 {
+	if !errors.As(err, &he) || he.Status < 400 || he.Status >= 500 || he.Status == 401 || he.Status == 403 || he.Status == 429 {
 		return ""
 	}
-	return fmt.Sprintf("the server refused the request smith made in the dialect %s: check that the server speaks it ('smith status' shows what its /health says), or leave the dialect out and smith detects it", cs.forced)
+	if cs.forced == "" {
+		return "the server refused smith's request, sent in AgentSmithy's form as no dialect is set: if the server speaks another dialect, set it with --dialect (lifecycle, rag, textbook or oracle; a lifecycle server must be named, as its requests differ) or dialect = \"...\" in .smith.toml; 'smith status' shows what its /health says"
+	}
+	return fmt.Sprintf("the server refused the request smith made in the dialect %s: check that the server speaks it ('smith status' shows what its /health says), or leave the dialect out and smith detects it (all but lifecycle, whose requests differ)", cs.forced)
 }
 
 // httpStatus is the HTTP status of the upstream's answer err carries, 0
