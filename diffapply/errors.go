@@ -20,6 +20,21 @@ var (
 	ErrStale = errors.New("file changed since the plan was made")
 )
 
+// fileConflict is an ErrConflict of a whole file (a rename onto a file
+// that exists, a deletion chosen in part): its text is the sentence
+// alone. With fmt.Errorf("...: %w", ErrConflict) it ended in ": conflict",
+// a word for code, which a caller naming the file again made read
+// "f: f: ...: conflict".
+type fileConflict struct{ msg string }
+
+func (e *fileConflict) Error() string        { return e.msg }
+func (e *fileConflict) Is(target error) bool { return target == ErrConflict }
+
+// conflictf returns a fileConflict whose text is format's.
+func conflictf(format string, args ...any) error {
+	return &fileConflict{msg: fmt.Sprintf(format, args...)}
+}
+
 // ParseError reports a diff that cannot be read, with the 1-based line of
 // the diff text where the trouble is.
 type ParseError struct {

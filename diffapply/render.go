@@ -230,11 +230,11 @@ func (f *File) writes(root string, ids []int) ([]Write, []*Hunk, error) {
 		return nil, bad, nil
 	}
 	if f.Conflict != nil && len(f.Hunks) == 0 {
-		return nil, bad, fmt.Errorf("%s: %s: %w", f.Path, f.Conflict, ErrConflict)
+		return nil, bad, conflictf("%s", f.Conflict) // its reason names the file
 	}
 	if f.Op == OpDelete {
 		if len(chosen) != len(f.Hunks) {
-			return nil, bad, fmt.Errorf("%s: a deletion cannot be applied in part; choose all its hunks: %w", f.Path, ErrConflict)
+			return nil, bad, conflictf("the diff deletes %s whole, so its hunks cannot be applied in part: choose all of them", f.Path)
 		}
 		return []Write{{Path: f.Path, ExpectHash: f.BeforeHash}}, bad, nil
 	}

@@ -2,6 +2,8 @@ package editor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/smith-dev/smith/daemon"
 	"github.com/smith-dev/smith/protocol"
@@ -99,5 +101,12 @@ func (c *client) patchApply(ctx context.Context, p *PatchApplyParams) ([]daemon.
 	if len(p.Changes) == 0 {
 		return nil, invalidParams("changes is required")
 	}
-	return eng.ApplyPatch(daemon.WithPeer(ctx, peer), p.DialogID, p.Changes)
+	out, err := eng.ApplyPatch(daemon.WithPeer(ctx, peer), p.DialogID, p.Changes)
+	if errors.Is(err, daemon.ErrOutsideWorkspace) {
+		// The engine says which path and which rule; the next step is
+		// the editor's (or its user's), in the words of smith apply and
+		// of a refused change's reason. The whole patch was given up.
+		err = fmt.Errorf("%w; nothing was written: fix the change's path (smith writes only regular files under the workspace, outside .git and its own state)", err)
+	}
+	return out, err
 }

@@ -63,3 +63,31 @@ func TestCorruptStateFileAtInitialize(t *testing.T) {
 		t.Errorf("initialize over a corrupt state file: %v (code %d), want %d naming the file", err, got, editor.CodeStateUnusable)
 	}
 }
+
+// TestRefusedPathSaysWhatToDo: a patch naming a path smith may not write
+// (outside the workspace, inside .git) is refused with InvalidParams and
+// a message that says what happened to which path and what to do next,
+// in the words smith apply and smith changes use.
+func TestRefusedPathSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	ed, _ := startInProcess(t)
+	ctx := testCtx(t)
+	ws := workspace(t, map[string]string{"a.txt": "one\n"})
+	if _, err := ed.Initialize(ctx, ws, initOpts(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, rule string }{
+		{"../evil.txt", "it contains a '..' component"},
+		{".git/hooks/pre-commit", "it is inside .git"},
+	} {
+		ch := protocol.Change{Path: tt.path, Kind: protocol.ChangeCreate, Content: "x\n"}
+		err := ed.Call(ctx, editor.MethodPatchApply, &editor.PatchApplyParams{Changes: []protocol.Change{ch}}, nil)
+		want := "refusing path \"" + tt.path + "\": " + tt.rule + "; nothing was written: fix the change's path (smith writes only regular files under the workspace, outside .git and its own state)"
+		if got := rpcCode(t, err); got != -32602 || rpcMessage(t, err) != want {
+			t.Errorf("%s: code %d, message\n got %s\nwant %s", tt.path, got, rpcMessage(t, err), want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ws), "evil.txt")); err == nil {
+		t.Error("evil.txt was written outside the workspace")
+	}
+}

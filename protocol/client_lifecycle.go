@@ -95,7 +95,7 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 	postCtx, cancelPost := context.WithCancel(ctx)
 	defer cancelPost()
 	posted := make(chan error, 1)
-	go func() { posted <- c.postMessage(postCtx, body) }()
+	go func() { posted <- c.postMessage(postCtx, s.id, body) }()
 
 	var first *streamItem
 	var timeout <-chan time.Time // nil: never
@@ -111,7 +111,7 @@ func (c *Client) chatLifecycle(ctx context.Context, req ChatRequest, emit func(E
 		}
 	case it := <-t.events:
 		if it.err != nil {
-			return c.failTurn(ctx, req, emit, fmt.Errorf("lifecycle dialog %s: %w: %v", s.id, ErrSessionClosed, it.err))
+			return c.failTurn(ctx, req, emit, sessionClosed(s.id, it.err))
 		}
 		first = &it
 	case <-timeout:
@@ -176,6 +176,12 @@ func (c *Client) followTurn(ctx context.Context, req ChatRequest, s *lifecycleSe
 	return turn.Finish(nil, emit), true
 }
 
+// sessionClosed is ErrSessionClosed for the dialog id, whose session
+// stream ended with err.
+func sessionClosed(id string, err error) error {
+	return errorf(ErrSessionClosed, "lifecycle dialog %s ended: %v (a lifecycle dialog ends with its stream): start a new dialog", id, err)
+}
+
 // sessionEnded is the cause of a turn whose session stream ended under it.
 func sessionEnded(err error) error {
 	if err == io.EOF {
@@ -184,9 +190,9 @@ func sessionEnded(err error) error {
 	return fmt.Errorf("the session stream failed: %w", err)
 }
 
-// postMessage sends one message of a lifecycle dialog. 409 means the
+// postMessage sends one message of the lifecycle dialog id. 409 means the
 // session is still busy with the previous one.
-func (c *Client) postMessage(ctx context.Context, body []byte) error {
+func (c *Client) postMessage(ctx context.Context, id string, body []byte) error {
 	req, err := c.newRequest(ctx, http.MethodPost, c.cfg.MessagePath, nil, body)
 	if err != nil {
 		return err
@@ -198,7 +204,7 @@ func (c *Client) postMessage(ctx context.Context, body []byte) error {
 	if err := checkStatus(res); err != nil {
 		var he *HTTPError
 		if errors.As(err, &he) && he.Status == http.StatusConflict {
-			return fmt.Errorf("%w: %w", ErrDialogBusy, err)
+			return errorf(ErrDialogBusy, "lifecycle dialog %s is still answering an earlier message (%w): %s", id, err, busyAdvice)
 		}
 		return err
 	}
@@ -215,7 +221,7 @@ func (c *Client) session(ctx context.Context, id string) (*lifecycleSession, err
 		s := c.sessions[id]
 		c.mu.Unlock()
 		if s == nil {
-			return nil, fmt.Errorf("lifecycle dialog %s: %w (sessions end with their stream; start a new dialog)", id, ErrSessionClosed)
+			return nil, errorf(ErrSessionClosed, "lifecycle dialog %s has no open session stream (a lifecycle dialog ends with its stream): start a new dialog", id)
 		}
 		return s, nil
 	}
@@ -321,10 +327,10 @@ func (s *lifecycleSession) beginTurn() (*lifecycleTurn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		return nil, fmt.Errorf("lifecycle dialog %s: %w: %v", s.id, ErrSessionClosed, s.err)
+		return nil, sessionClosed(s.id, s.err)
 	}
 	if s.turn != nil || s.draining {
-		return nil, fmt.Errorf("lifecycle dialog %s: %w: the previous message is still being answered", s.id, ErrDialogBusy)
+		return nil, errorf(ErrDialogBusy, "lifecycle dialog %s is still answering an earlier message: %s", s.id, busyAdvice)
 	}
 	t := &lifecycleTurn{events: make(chan streamItem), done: make(chan struct{})}
 	s.turn = t

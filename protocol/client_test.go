@@ -501,6 +501,12 @@ func TestChatLifecycleBusy(t *testing.T) {
 	if !errors.As(err, &he) || he.Status != http.StatusConflict || !strings.Contains(err.Error(), "currently processing") {
 		t.Errorf("err = %v, want the 409 and its body", err)
 	}
+	// What people read says what happened and what to do, once: not the
+	// kind's name ("dialog busy: ...") nor the body's JSON quoted.
+	want := "lifecycle dialog sess-1 is still answering an earlier message (POST " + srv.URL + "/api/chat/message: 409 Conflict: Session is currently processing a message): wait for that answer to end, or start a new dialog"
+	if err.Error() != want {
+		t.Errorf("err text:\n got %s\nwant %s", err, want)
+	}
 	checkOneTurnEnd(t, *evs, OutcomeError)
 	if (*evs)[0].Type != KindError || (*evs)[0].Error.Code != "dialog_busy" {
 		t.Errorf("events = %s, first %+v", kinds(*evs), (*evs)[0].Error)
@@ -515,6 +521,9 @@ func TestChatLifecycleUnknownSession(t *testing.T) {
 	_, err := c.Chat(context.Background(), ChatRequest{DialogID: "sess-404", Message: "hi"}, emit)
 	if !errors.Is(err, ErrSessionClosed) {
 		t.Fatalf("err = %v, want ErrSessionClosed", err)
+	}
+	if want := "lifecycle dialog sess-404 has no open session stream (a lifecycle dialog ends with its stream): start a new dialog"; err.Error() != want {
+		t.Errorf("err text %v, want %s", err, want)
 	}
 	checkOneTurnEnd(t, *evs, OutcomeError)
 }
@@ -572,6 +581,9 @@ func TestChatLifecycleIdleTimeout(t *testing.T) {
 	_, err = c.Chat(context.Background(), ChatRequest{DialogID: sum.DialogID, Message: "again"}, nil)
 	if !errors.Is(err, ErrDialogBusy) {
 		t.Errorf("next turn: err = %v, want ErrDialogBusy", err)
+	}
+	if want := "lifecycle dialog " + sum.DialogID + " is still answering an earlier message: wait for that answer to end, or start a new dialog"; err == nil || err.Error() != want {
+		t.Errorf("next turn: err text %v, want %s", err, want)
 	}
 	ls.mu.Lock()
 	n := len(ls.posts)

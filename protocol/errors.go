@@ -27,6 +27,29 @@ var (
 	ErrSessionClosed = errors.New("session stream closed")
 )
 
+// kindError is an error of one of the sentinels above whose text is a
+// sentence of its own: errors.Is finds the kind (and whatever err wraps),
+// and the text leaves out the kind's name, which is for code. With
+// fmt.Errorf("%w: ...", ErrDialogBusy) people read "dialog busy: " in the
+// middle of the sentence.
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// errorf returns an error of kind whose text is format's alone.
+func errorf(kind error, format string, args ...any) error {
+	return &kindError{kind: kind, err: fmt.Errorf(format, args...)}
+}
+
+// busyAdvice is what to do about a lifecycle dialog that is still
+// answering: its server takes one message at a time, and an earlier one
+// (perhaps abandoned by smith) runs until its end.
+const busyAdvice = "wait for that answer to end, or start a new dialog"
+
 // MaxErrorBody is how much of an unexpected response body an error quotes.
 const MaxErrorBody = 2 << 10
 
@@ -55,7 +78,8 @@ func (e *HTTPError) Is(target error) bool {
 }
 
 // Detail is the server's own explanation: FastAPI's {"detail": "..."} (or a
-// structured detail, compacted), else the quoted body.
+// structured detail, compacted), a lifecycle server's {"error": "..."},
+// else the quoted body.
 func (e *HTTPError) Detail() string {
 	var v struct {
 		Detail json.RawMessage `json:"detail"`
@@ -66,6 +90,13 @@ func (e *HTTPError) Detail() string {
 			return s
 		}
 		return string(v.Detail)
+	}
+	// The lifecycle servers' {"error": "..."}.
+	var l struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(e.Body), &l) == nil && l.Error != "" {
+		return l.Error
 	}
 	return quoteBody(e.Body, e.Truncated)
 }

@@ -89,6 +89,7 @@ func writeReport(s *IOStreams, res *applyResult) {
 		if len(f.Hunks) == 0 {
 			if f.Conflict != nil {
 				fmt.Fprintf(s.Err, "%s: %s\n", f.Path, f.Conflict)
+				conflicted = true // said here; the summary does not repeat it
 			} else {
 				fmt.Fprintf(s.Out, "%s: %s\n", f.Path, describeOp(f, res.Result == "applied"))
 			}
@@ -121,6 +122,21 @@ func writeReport(s *IOStreams, res *applyResult) {
 			}
 			line = append(line, ": hunk "...)
 			line = strconv.AppendInt(line, int64(h.Index), 10)
+			if atTop(h) {
+				// Lines added to an empty file: "applied at line 0"
+				// named a line no file has.
+				if res.Result != "applied" {
+					line = append(line, " would be"...)
+				}
+				line = append(line, " inserted at the top, "...)
+				line = appendLines(line, h.NewLines)
+				if note := levelNote(h); note != "" {
+					line = append(append(line, ' '), note...)
+				}
+				line = append(appendIDNote(line, p, h), '\n')
+				s.Out.Write(line)
+				continue
+			}
 			line = append(line, ' ')
 			line = append(line, verb...)
 			line = append(line, ' ')
@@ -176,6 +192,14 @@ func wholeFile(f *diffapply.File, h *diffapply.Hunk) (what string, lines int, ok
 		return "deleted", h.OldLines, true
 	}
 	return "", 0, false
+}
+
+// atTop tells whether h only adds lines before the first line of its
+// file: a hunk without old lines placed at line 0, which diffapply does
+// only in an empty file (anywhere else nothing would check the place). A
+// file the diff creates is wholeFile's.
+func atTop(h *diffapply.Hunk) bool {
+	return h.OK() && h.OldLines == 0 && h.Line == 0
 }
 
 // appendLines appends "1 line" or "N lines".
@@ -298,6 +322,12 @@ func writePreview(s *IOStreams, p *diffapply.Patch, ids []int) {
 			status := paint(cGreen, string(h.Level)) + " " + h.Where()
 			if h.Level != diffapply.LevelExact {
 				status = paint(cYellow, string(h.Level)) + " " + h.Where()
+			}
+			if atTop(h) {
+				status = paint(cGreen, "at the top") + ", " + string(appendLines(nil, h.NewLines))
+				if note := levelNote(h); note != "" {
+					status += " " + paint(cYellow, note)
+				}
 			}
 			if what, n, ok := wholeFile(f, h); ok {
 				// Not "exact at line 0": the title says (create) or

@@ -511,7 +511,10 @@ func advice(err error) string {
 		return "smith changes lists them"
 	case errors.Is(err, daemon.ErrUnknownDialog):
 		return "smith dialogs lists them"
-	case errors.Is(err, daemon.ErrDialogBusy):
+	case errors.Is(err, daemon.ErrDialogBusy) && !errors.Is(err, protocol.ErrDialogBusy):
+		// A turn of smith's runs in the dialog. (The upstream's busy
+		// dialog, a lifecycle server still answering an earlier
+		// message, says what to do itself.)
 		return "wait for it to end, cancel it, or use another dialog with -d"
 	case errors.Is(err, daemon.ErrMessageTooLong):
 		return "shorten or split the message, or raise max_message"
