@@ -73,6 +73,9 @@ type agent struct {
 	fsSession string
 	// turns counts running prompts, so that close waits for them.
 	turns sync.WaitGroup
+	// asking lets the engine's fs/* requests reach the client only while
+	// smith answers one of the client's requests (see fs.go).
+	asking clientWindow
 }
 
 // session is one ACP session: a smith dialog plus the choices made in it.
@@ -96,8 +99,10 @@ type run struct {
 }
 
 func newAgent(ctx context.Context, o Options, log *slog.Logger, out *lineWriter) *agent {
-	return &agent{o: o, log: log, out: out, ctx: ctx, sessions: map[string]*session{}, startMode: ModeReview,
+	a := &agent{o: o, log: log, out: out, ctx: ctx, sessions: map[string]*session{}, startMode: ModeReview,
 		promptLines: map[string]int64{}, cancelMark: map[string]int64{}}
+	a.asking.idle = sync.NewCond(&a.asking.mu)
+	return a
 }
 
 // close cancels the running prompts, waits for them, and closes the engine.

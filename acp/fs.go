@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -34,12 +35,21 @@ var _ daemon.FileCreator = (*fsEditor)(nil)
 // fs/read_text_file when the client can read (unsaved edits included),
 // else from the disk. A file that does not exist is not open; Creates
 // says whether the client creates it.
+//
+// Between prompts no file is open: the engine's watcher re-validates
+// changes when their files change on disk, also right after a prompt
+// wrote one, and a client need not answer then (acpx exits at end_turn,
+// and says "Request cancelled"). The engine then reads the disk.
 func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
 	a := f.a
 	caps := a.clientCaps()
 	if !caps.Fs.ReadTextFile && !caps.Fs.WriteTextFile {
 		return nil, 0, false
 	}
+	if !a.asking.enter() {
+		return nil, 0, false
+	}
+	defer a.asking.leave()
 	if _, err := a.confine(path); err != nil {
 		return nil, 0, false
 	}
@@ -64,7 +74,7 @@ func (f *fsEditor) Document(path string) ([]byte, int32, bool) {
 // workspace's rules allow are offered.
 func (f *fsEditor) Creates(path string) bool {
 	a := f.a
-	if !a.clientCaps().Fs.WriteTextFile || a.fsSessionID() == "" {
+	if !a.clientCaps().Fs.WriteTextFile || a.fsSessionID() == "" || !a.asking.isOpen() {
 		return false
 	}
 	_, err := a.confine(path)
@@ -149,6 +159,10 @@ func (f *fsEditor) ApplyEdit(ctx context.Context, label string, edits []daemon.F
 	if sid == "" {
 		return daemon.Errorf(daemon.ErrUnsupported, "no session to write through")
 	}
+	if !a.asking.enter() {
+		return daemon.Errorf(daemon.ErrUnsupported, "no prompt is running: the client need not answer now")
+	}
+	defer a.asking.leave()
 	for _, e := range edits {
 		if !e.Create {
 			continue
@@ -225,4 +239,64 @@ func (a *agent) confine(path string) (string, error) {
 	}
 	abs, _, err := files.Confine(path)
 	return abs, err
+}
+
+// clientWindow is when smith may send the client fs/* requests: while it
+// answers one of the client's requests (a prompt, a session/load). ACP
+// does not forbid them at other times, but a client may have gone once it
+// has its answer (acpx exits at end_turn), and the engine's watcher,
+// which re-validates changes when their files change, runs at any time.
+// Outside the window the engine reads the disk instead. Closing the
+// window waits for the requests under way, so that the answer that
+// closes it is sent after them.
+type clientWindow struct {
+	mu        sync.Mutex
+	idle      *sync.Cond // signalled when calls drops to 0
+	answering int        // client requests being answered
+	calls     int        // fs/* requests under way
+}
+
+// open marks a client request as being answered.
+func (w *clientWindow) open() {
+	w.mu.Lock()
+	w.answering++
+	w.mu.Unlock()
+}
+
+// shut ends what open began; the last one waits for the fs/* requests
+// under way (each bounded by fsTimeout and the connection's life).
+func (w *clientWindow) shut() {
+	w.mu.Lock()
+	w.answering--
+	for w.answering == 0 && w.calls > 0 {
+		w.idle.Wait()
+	}
+	w.mu.Unlock()
+}
+
+func (w *clientWindow) isOpen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.answering > 0
+}
+
+// enter reports whether fs/* requests may be sent now, and if so counts
+// one under way until leave.
+func (w *clientWindow) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.answering == 0 {
+		return false
+	}
+	w.calls++
+	return true
+}
+
+func (w *clientWindow) leave() {
+	w.mu.Lock()
+	w.calls--
+	if w.calls == 0 {
+		w.idle.Broadcast()
+	}
+	w.mu.Unlock()
 }

@@ -43,7 +43,9 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if busy {
 		return sdk.LoadSessionResponse{}, invalidRequest("session %s is running a prompt; load it when the prompt has ended", id)
 	}
+	a.asking.open()
 	a.replay(s, events)
+	a.asking.shut()
 	a.sendCommands(s)
 	return sdk.LoadSessionResponse{Modes: a.modes(s)}, nil
 }

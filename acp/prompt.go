@@ -50,7 +50,12 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
 	a.turns.Add(1)
+	a.asking.open()
 	defer func() {
+		// The stopReason goes after the answers to every fs/* request
+		// sent meanwhile, also the engine's own (its watcher's): a client
+		// may close at end_turn.
+		a.asking.shut()
 		s.mu.Lock()
 		s.run = nil
 		s.mu.Unlock()

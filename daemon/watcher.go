@@ -325,6 +325,9 @@ func (e *Engine) revalidateIDs(ids []string) {
 		if err != nil {
 			continue
 		}
+		// Which change, and the text it was checked against: what to
+		// look for when a front asks why a file was read.
+		e.log.Debug("re-validated", "change", id, "path", c.Path, "bytes", len(text))
 		if e.revalidate(id, text, exists) {
 			e.queue(Notification{Kind: NoteChangeUpdated, Change: e.view(id)})
 		}
