@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smith-dev/smith/internal/kinderr"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -66,7 +67,7 @@ func matchDialogID(id string, ids []string) (string, error) {
 	case 1:
 		return hits[0], nil
 	}
-	return "", &kindError{kind: ErrUnknownDialog, err: Errorf(ErrAmbiguousDialog, "%s starts %d dialog ids (%s); type more of it", id, len(hits), strings.Join(hits, ", "))}
+	return "", kinderr.Wrap(ErrUnknownDialog, Errorf(ErrAmbiguousDialog, "%s starts %d dialog ids (%s); type more of it", id, len(hits), strings.Join(hits, ", ")))
 }
 
 // allUpstreamDialogs lists the ids of every upstream dialog, page by page.

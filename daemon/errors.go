@@ -2,8 +2,8 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/smith-dev/smith/internal/kinderr"
 	"github.com/smith-dev/smith/protocol"
 )
 
@@ -48,25 +48,13 @@ func wrapUpstream(err *error) {
 	*err = &upstreamError{kind: kind, err: *err}
 }
 
-// kindError is an engine error as people read it: its text says what
-// happened, to which file and what to do, and leaves out the name of its
-// kind (ErrConflict, ErrInvalidState, ErrUnsupported, ...), which is for
-// code: errors.Is matches the kind (for the fronts' codes and the exit
-// status) and any error the text wraps with %w. `fmt.Errorf("%w: ...",
-// kind)` would put "change conflict: " or "not possible in this state: "
-// in front of every message the user sees.
-type kindError struct {
-	kind error
-	err  error
-}
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
 // Errorf returns an error of kind (one of the engine's Err values) whose
-// text is format's alone. The engine makes its errors with it, and so do
-// the fronts that write for it (an editor's workspace/applyEdit, an ACP
-// client's fs/write_text_file).
+// text is format's alone: it says what happened, to which file and what to
+// do, and leaves out the kind's own words, which are for code (errors.Is
+// matches the kind, for the fronts' codes and the exit status, and any
+// error the text wraps with %w; internal/kinderr). The engine makes its
+// errors with it, and so do the fronts that write for it (an editor's
+// workspace/applyEdit, an ACP client's fs/write_text_file).
 func Errorf(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, err: fmt.Errorf(format, args...)}
+	return kinderr.Errorf(kind, format, args...)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/smith-dev/smith/diffapply"
+	"github.com/smith-dev/smith/internal/kinderr"
 )
 
 // ErrOutsideWorkspace is returned (wrapped with the path and the rule) for
@@ -53,7 +54,7 @@ func newWorkspace(root string, protect ...string) (workspace, error) {
 func (w workspace) resolve(name string) (abs, rel string, err error) {
 	abs, rel, err = w.fs.Confine(name)
 	if err != nil {
-		return "", "", &kindError{kind: ErrOutsideWorkspace, err: err}
+		return "", "", kinderr.Wrap(ErrOutsideWorkspace, err)
 	}
 	return abs, rel, nil
 }

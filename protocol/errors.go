@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/smith-dev/smith/internal/kinderr"
 )
 
 // Sentinels for errors.Is. The typed errors below answer to them, so a caller
@@ -27,22 +29,11 @@ var (
 	ErrSessionClosed = errors.New("session stream closed")
 )
 
-// kindError is an error of one of the sentinels above whose text is a
-// sentence of its own: errors.Is finds the kind (and whatever err wraps),
-// and the text leaves out the kind's name, which is for code. With
-// fmt.Errorf("%w: ...", ErrDialogBusy) people read "dialog busy: " in the
-// middle of the sentence.
-type kindError struct {
-	kind error
-	err  error
-}
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// errorf returns an error of kind whose text is format's alone.
+// errorf returns an error of kind (one of the sentinels above) whose text
+// is format's alone: errors.Is finds the kind, and people do not read its
+// name in the middle of the sentence (internal/kinderr).
 func errorf(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, err: fmt.Errorf(format, args...)}
+	return kinderr.Errorf(kind, format, args...)
 }
 
 // busyAdvice is what to do about a lifecycle dialog that is still
