@@ -637,17 +637,6 @@ func cannotReadPatch(name string, err error) error {
 	return usageErrorf("cannot read the patch %s: %v; give a unified diff file, or - (or a pipe) for standard input", name, pathErrText(err))
 }
 
-// pathErrText is err without the *os.PathError's operation and path
-// ("open x: no such file or directory" is "no such file or directory"),
-// for messages that name the file themselves.
-func pathErrText(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // checkGlobs refuses a malformed --include or --exclude pattern, which
 // path.Match would otherwise never match, silently.
 func checkGlobs(include, exclude []string) error {

@@ -207,11 +207,7 @@ func openReplayInput(s *IOStreams, file string) (io.Reader, func(), error) {
 		return br, func() {}, nil
 	}
 	cannot := func(err error) error {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return usageErrorf("cannot read %s: %v (give a recorded SSE response body, or - for standard input)", file, err)
+		return usageErrorf("cannot read %s: %v (give a recorded SSE response body, or - for standard input)", file, pathErrText(err))
 	}
 	f, err := os.Open(file)
 	if err != nil {

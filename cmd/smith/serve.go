@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -148,13 +147,7 @@ func serveRun(ctx context.Context, s *IOStreams, o *serveOptions) error {
 		return usageErrorf("--listen %q: use unix:PATH", o.listen)
 	}
 	ln, err := listenUnix(path)
-	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
-		// Said without Go's "listen unix PATH: bind:" wording, with the
-		// way out.
-		why := oe.Err
-		if se := (*os.SyscallError)(nil); errors.As(why, &se) {
-			why = se.Err
-		}
+	if why, ok := listenCause(err); ok {
 		fix := "give --listen a socket path in a folder that exists and that you can write"
 		if errors.Is(why, syscall.EINVAL) && len(path) > maxSocketPath {
 			why = fmt.Errorf("the path is %d bytes long, too long for a Unix socket (about 100 at most)", len(path))

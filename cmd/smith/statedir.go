@@ -76,11 +76,8 @@ func stateDirAtStart(set *config.Settings, workspace string) error {
 	}
 	f, err := os.CreateTemp(dir, ".smith-probe-*")
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the probe's own name is noise
-		}
-		return stateDirUnusable(set, fmt.Errorf("cannot create files in %s: %w", dir, err), "")
+		// The probe's own name is noise.
+		return stateDirUnusable(set, fmt.Errorf("cannot create files in %s: %w", dir, pathErrText(err)), "")
 	}
 	name := f.Name()
 	f.Close()

@@ -126,12 +126,7 @@ func runUpstream(ctx context.Context, s *IOStreams, f *upstreamFlags, addrSet bo
 		fmt.Fprintf(s.Err, "smith upstream: %s is taken, using a free port\n", f.addr)
 		base, err = srv.Start(ctx, "127.0.0.1:0")
 	}
-	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Op == "listen" {
-		// Said without Go's "listen tcp ADDR: bind:" wording, with the way out.
-		why := oe.Err
-		if se := (*os.SyscallError)(nil); errors.As(why, &se) {
-			why = se.Err
-		}
+	if why, ok := listenCause(err); ok {
 		err = fmt.Errorf("cannot listen on %s: %v; give --addr a free local address (127.0.0.1:0 picks a free port)", f.addr, why)
 	}
 	if err != nil {
