@@ -456,14 +456,14 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 			// hunks, a copy of an empty file): a change of empty
 			// content, as no diff can say it.
 			ch.HasContent = true
-			text = func() (string, *diffapply.File, error) { return "", nil, nil }
+			text = noDiffText
 		}
 		if size == 0 && f.Op == diffapply.OpModify {
 			if ch.Mode == 0 {
 				continue // its hunks change nothing: nothing to write or undo
 			}
 			// A mode change alone: a change without a diff.
-			text = func() (string, *diffapply.File, error) { return "", nil, nil }
+			text = noDiffText
 		}
 		switch f.Op {
 		case diffapply.OpCreate:
@@ -513,6 +513,10 @@ func applyJournalled(ctx context.Context, s *IOStreams, root string, p *diffappl
 	_, err = b.ApplyPatch(ctx, "", chs)
 	return true, err
 }
+
+// noDiffText is the text and plan of a change that no diff can say: an
+// empty file created, a mode change alone.
+func noDiffText() (string, *diffapply.File, error) { return "", nil, nil }
 
 // asAppliedDiff is a file's as-applied diff as smith apply hands it to the
 // engine: its size, and its text and plan (nil: none;
