@@ -199,6 +199,12 @@ func (cs *changeStore) newUndoGroup() int {
 	return g
 }
 
+// upstreamWrote reports whether the upstream wrote c (or some of its
+// hunks) itself: an AgentSmithy v1/v2 server's change.
+func (c *changeRecord) upstreamWrote() bool {
+	return c.Status == StatusAppliedUpstream || slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream })
+}
+
 // upstreamWroteSince is the id of the latest change recorded after
 // change id that the upstream wrote itself to rel (an AgentSmithy v1/v2
 // server's), "" when there is none: what a refused undo of id names as
@@ -210,7 +216,7 @@ func (cs *changeStore) upstreamWroteSince(rel, id string) string {
 		if c.ID == id {
 			return ""
 		}
-		if c.Path == rel && (c.Status == StatusAppliedUpstream || slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream })) {
+		if c.Path == rel && c.upstreamWrote() {
 			return c.ID
 		}
 	}
@@ -244,7 +250,7 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 		return r.State == undoUndone && (changeID == "" || r.ChangeID == changeID)
 	})
 	c, known := cs.byID[changeID]
-	upstream := known && slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) || known && c.Status == StatusAppliedUpstream
+	upstream := known && c.upstreamWrote()
 	var path string
 	if known {
 		path = c.Path
@@ -256,7 +262,7 @@ func (cs *changeStore) undoTargets(changeID string) ([]*undoRecord, error) {
 	var serverWrote string
 	if changeID == "" {
 		for _, c := range slices.Backward(cs.st.Changes) {
-			if c.Status == StatusAppliedUpstream || slices.ContainsFunc(c.Hunks, func(h Hunk) bool { return h.Status == StatusAppliedUpstream }) {
+			if c.upstreamWrote() {
 				serverWrote = fmt.Sprintf("; the upstream wrote %s (%s) itself: undoing %s says what can be done instead", c.ID, c.Path, c.ID)
 				break
 			}

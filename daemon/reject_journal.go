@@ -223,11 +223,11 @@ func (e *Engine) Reject(ctx context.Context, changeID string, hunks []string) (*
 	return e.announce(changeID, w), nil
 }
 
-// appliedHunks counts the hunks written (applied, appliedUpstream).
+// appliedHunks counts the hunks whose text is in the file (written).
 func appliedHunks(hs []Hunk) int {
 	n := 0
 	for _, h := range hs {
-		if h.Status == StatusApplied || h.Status == StatusAppliedUpstream {
+		if written(h.Status) {
 			n++
 		}
 	}
