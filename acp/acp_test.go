@@ -107,6 +107,16 @@ func newFixture(t *testing.T, o upstream.Options) *fixture {
 	return &fixture{ws: ws, state: t.TempDir(), url: ts.URL}
 }
 
+// write writes files (name: text) into the workspace.
+func (f *fixture) write(t *testing.T, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func (f *fixture) read(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(f.ws, name))

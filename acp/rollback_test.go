@@ -78,11 +78,7 @@ func TestFailedWriteTakesBackOnlyWhatSmithWrote(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
-			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n"} {
-				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.write(t, map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n"})
 			smithApply(t, f, threeFiles)
 
 			c := &client{fs: true, save: true, noRead: tt.noRead}
@@ -216,11 +212,7 @@ func TestFailedDiskWriteTakesBackTheEditorsCreation(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
-			for name, text := range map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n", "d.txt": "d1\nd2\n"} {
-				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.write(t, map[string]string{"gone.txt": "gone 1\ngone 2\n", "b.txt": "b1\nb2\n", "c.txt": "c1\nc2\n", "d.txt": "d1\nd2\n"})
 			smithApply(t, f, createEditDisk)
 			gone, b, cPath, d := filepath.Join(f.ws, "gone.txt"), filepath.Join(f.ws, "b.txt"), filepath.Join(f.ws, "c.txt"), filepath.Join(f.ws, "d.txt")
 
@@ -348,11 +340,7 @@ func TestDamagedJournalAfterTheClientWroteNamesWhatIsLeft(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, upstream.Options{Protocol: upstream.ProtocolV0})
-			for name, text := range map[string]string{"big.txt": bigText, "b.txt": "b1\nb2\n"} {
-				if err := os.WriteFile(filepath.Join(f.ws, name), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.write(t, map[string]string{"big.txt": bigText, "b.txt": "b1\nb2\n"})
 			smithApply(t, f, patch)
 			damageJournalCopy(t, f.state, bigText)
 			bigPath, b := filepath.Join(f.ws, "big.txt"), filepath.Join(f.ws, "b.txt")

@@ -319,13 +319,7 @@ func TestSaveReusesTheBufferTheFileHolds(t *testing.T) {
 	cs.file.mu.Lock()
 	cs.file.spare, cs.file.changes = cs.file.changes, nil
 	cs.file.mu.Unlock()
-	f.e.dr.mu.Lock()
-	f.e.dr.st.NextTurn += 5
-	err := f.e.dr.saveLocked()
-	f.e.dr.mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	saveDialogs(t, f)
 	check("a save of the dialogs")
 	save()
 	check("third save")
@@ -364,11 +358,9 @@ func TestWrittenChangesAreNotKept(t *testing.T) {
 	saveDialogsKeepsChanges(t, f, path, before, views)
 }
 
-// saveDialogsKeepsChanges saves the dialogs alone (a turn counter moved)
-// and checks that the state file at path then holds the change store's
-// members (and the members named in more) as before held them, and that
-// after a restart the engine lists views again.
-func saveDialogsKeepsChanges(t *testing.T, f *fixture, path string, before map[string]json.RawMessage, views []Change, more ...string) {
+// saveDialogs saves the dialogs alone, with something changed in them (the
+// next turn's number), as a turn's end does.
+func saveDialogs(t *testing.T, f *fixture) {
 	t.Helper()
 	f.e.dr.mu.Lock()
 	f.e.dr.st.NextTurn += 5
@@ -377,6 +369,15 @@ func saveDialogsKeepsChanges(t *testing.T, f *fixture, path string, before map[s
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// saveDialogsKeepsChanges saves the dialogs alone (a turn counter moved)
+// and checks that the state file at path then holds the change store's
+// members (and the members named in more) as before held them, and that
+// after a restart the engine lists views again.
+func saveDialogsKeepsChanges(t *testing.T, f *fixture, path string, before map[string]json.RawMessage, views []Change, more ...string) {
+	t.Helper()
+	saveDialogs(t, f)
 	after := readMembers(t, path)
 	if string(after["nextTurn"]) == string(before["nextTurn"]) {
 		t.Fatalf("the dialogs' save did not reach the file (nextTurn %s)", after["nextTurn"])
